@@ -1,0 +1,112 @@
+"""The ``fusion-dse`` command line: thin adapters over the library's pure functions.
+
+Every subcommand parses its arguments, calls one library function and renders the result as a
+table (for people) or JSON/CSV (for scripts). Bad input of any kind ends with one line on stderr
+and exit status 2; nothing is printed half-way.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import warnings
+from collections.abc import Callable, Sequence
+
+from fusion_dse import reports
+from simulator.errors import InputError
+
+__all__ = ["main"]
+
+EXIT_USAGE = 2
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with one-line errors and exit status 2, like every other bad input."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
+
+
+def _add_models(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "models", help="list the zoo networks with their size and cost figures",
+        description="List every zoo network: input shape, op and conv counts, parameters "
+                    "(as torchvision counts them), weights after BatchNorm folding, MACs and "
+                    "the bytes of all activation tensors.",
+    )
+    p.add_argument("--format", choices=("table", "json", "csv"), default="table",
+                   help="output format (default: table)")
+    p.add_argument("--dtype-bytes", type=int, default=1, metavar="B",
+                   help="bytes per element for activation bytes (default: 1, int8)")
+    p.set_defaults(run=_run_models)
+
+
+def _add_inspect(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "inspect", help="print the per-op table of a network",
+        description="Import a network and print one row per op: id, name, kind, input op ids, "
+                    "input/output shapes, weight elements, MACs and DNNFusion mapping type.",
+        epilog="MODEL is a zoo name (optionally with a resolution, e.g. resnet50@320), a path "
+               "to an .onnx model or a graph .json, or module:callable returning an nn.Module.",
+    )
+    p.add_argument("model", metavar="MODEL", help="zoo name, .onnx path or module:callable")
+    p.add_argument("--input-shape", metavar="N,C,H,W",
+                   help="input shape (default: the zoo's, the ONNX file's, or 1,3,224,224)")
+    p.add_argument("--format", choices=("table", "json", "csv"), default="table",
+                   help="output format (default: table); json is the graph document")
+    p.add_argument("--allow-opaque", action="store_true",
+                   help="import unsupported ops as opaque ops instead of failing")
+    p.set_defaults(run=_run_inspect)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of ``fusion-dse``."""
+    parser = _Parser(
+        prog="fusion-dse",
+        description="Design-space exploration of layer fusion for CNN accelerators.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND",
+                                parser_class=_Parser)
+    _add_models(sub)
+    _add_inspect(sub)
+    return parser
+
+
+def _run_models(args: argparse.Namespace) -> str:
+    if args.dtype_bytes <= 0:
+        raise InputError(f"--dtype-bytes must be positive, got {args.dtype_bytes}")
+    table = reports.zoo_table(args.dtype_bytes, progress=sys.stderr.isatty())
+    return reports.render(table, args.format, json_doc=reports.zoo_json(table, args.dtype_bytes))
+
+
+def _run_inspect(args: argparse.Namespace) -> str:
+    from simulator.workload.load import load
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        graph = load(args.model, args.input_shape, allow_opaque=args.allow_opaque)
+    for w in caught:
+        print(f"fusion-dse: warning: {w.message}", file=sys.stderr)
+    if args.format == "json":
+        return graph.to_json(indent=2)
+    return reports.render(reports.op_table(graph), args.format)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``fusion-dse`` console script; returns the exit status."""
+    args = build_parser().parse_args(argv)
+    run: Callable[[argparse.Namespace], str] = args.run
+    try:
+        out = run(args)
+    except InputError as err:
+        print(f"fusion-dse: error: {err}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("fusion-dse: interrupted", file=sys.stderr)
+        return 130
+    sys.stdout.write(out if out.endswith("\n") else out + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,103 @@
+"""Tables and documents the CLI prints: built as pandas DataFrames, rendered as text/JSON/CSV."""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+import pandas as pd
+from tqdm import tqdm
+
+from simulator.workload.graph import ComputeGraph, OpKind
+from simulator.workload.load import load_zoo, zoo_module
+from simulator.workload.zoo import ZOO
+
+__all__ = ["op_table", "render", "zoo_json", "zoo_row", "zoo_table"]
+
+MODELS_FORMAT = "fusion-dse.models"
+
+
+def zoo_row(name: str, dtype_bytes: int = 1) -> dict[str, Any]:
+    """Size and cost figures of one zoo network (the `fusion-dse models` row)."""
+    graph = load_zoo(name)
+    params = sum(p.numel() for p in zoo_module(name).parameters())
+    return {
+        "name": name,
+        "input_shape": "x".join(str(d) for d in graph.input_shapes[0]),
+        "ops": len(graph),
+        "convs": graph.count(OpKind.CONV, OpKind.DWCONV),
+        "params": params,
+        "weights": graph.total_weights,
+        "macs": graph.total_macs,
+        "activation_bytes": graph.activation_elems * dtype_bytes,
+    }
+
+
+def zoo_table(dtype_bytes: int = 1, progress: bool = False) -> pd.DataFrame:
+    """One row per zoo network (see `zoo_row`)."""
+    names = list(ZOO)
+    rows = [zoo_row(n, dtype_bytes)
+            for n in tqdm(names, desc="importing zoo", disable=not progress, leave=False)]
+    return pd.DataFrame(rows)
+
+
+def zoo_json(table: pd.DataFrame, dtype_bytes: int) -> dict[str, Any]:
+    """The `fusion-dse models --format json` document."""
+    models = []
+    for row in table.to_dict(orient="records"):
+        row = {k: (int(v) if isinstance(v, (int, float)) and k != "name" else v)
+               for k, v in row.items()}
+        row["input_shape"] = [int(d) for d in str(row["input_shape"]).split("x")]
+        models.append(row)
+    return {"format": MODELS_FORMAT, "version": 1, "dtype_bytes": dtype_bytes,
+            "models": models}
+
+
+def op_table(graph: ComputeGraph) -> pd.DataFrame:
+    """The per-op table of `fusion-dse inspect`."""
+    rows = []
+    for op in graph:
+        rows.append({
+            "id": op.id,
+            "name": op.name,
+            "kind": op.kind.value,
+            "op_type": op.op_type,
+            "inputs": " ".join(str(r) if r >= 0 else f"in{-r - 1}" for r in op.inputs),
+            "input_shapes": " ".join("x".join(map(str, s)) for s in op.input_shapes),
+            "output_shape": "x".join(map(str, op.output_shape)),
+            "kernel": _window(op.kernel, op.stride) if op.kind in _WINDOWED else "",
+            "weights": op.weight_elems,
+            "macs": op.macs,
+            "mapping": op.mapping.value,
+        })
+    return pd.DataFrame(rows)
+
+
+_WINDOWED = {OpKind.CONV, OpKind.DWCONV, OpKind.POOL, OpKind.GLOBAL_POOL}
+
+
+def _window(kernel: tuple[int, int], stride: tuple[int, int]) -> str:
+    return f"{kernel[0]}x{kernel[1]}/{stride[0]}"
+
+
+def render(table: pd.DataFrame, fmt: str, json_doc: Any = None) -> str:
+    """Render a table as aligned text, CSV or JSON (`json_doc` when given, else the rows)."""
+    if fmt == "csv":
+        return table.to_csv(index=False)
+    if fmt == "json":
+        doc = json_doc if json_doc is not None else table.to_dict(orient="records")
+        return json.dumps(doc, indent=2)
+    return _text(table)
+
+
+def _text(table: pd.DataFrame) -> str:
+    shown = table.copy()
+    for col in shown.columns:
+        if pd.api.types.is_integer_dtype(shown[col]) and col not in ("id", "ops", "convs"):
+            shown[col] = shown[col].map(_thousands)
+    return shown.to_string(index=False)
+
+
+def _thousands(v: int) -> str:
+    return f"{v:,}" if not (isinstance(v, float) and math.isnan(v)) else ""

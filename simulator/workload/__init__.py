@@ -1,0 +1,1 @@
+"""The workload layer: the ComputeGraph IR, its importers (torch, ONNX) and the model zoo."""

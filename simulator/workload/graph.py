@@ -1,0 +1,508 @@
+"""The workload IR: an immutable, topologically numbered DAG of CNN operations.
+
+A `ComputeGraph` holds `Op` records numbered 0..n-1 so that every edge (i, j) has i < j. Each op
+produces exactly one tensor (its output); an edge is that tensor flowing to a consumer. Network
+inputs are not ops: an op input refers either to a producing op (a non-negative id) or to network
+input k, encoded as ``-(k + 1)`` (see `input_ref` / `is_network_input`). Tensor sizes are kept in
+elements; bytes are elements times the hardware's ``dtype_bytes``.
+
+Graphs are values: passes return new graphs, and nothing here mutates one after construction.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from enum import StrEnum
+from functools import cached_property
+from typing import Any
+
+import networkx as nx
+
+from simulator.errors import InputError
+
+__all__ = [
+    "ComputeGraph",
+    "GraphError",
+    "MappingType",
+    "Op",
+    "OpKind",
+    "Shape",
+    "default_mapping",
+    "input_ref",
+    "is_network_input",
+    "network_input_index",
+]
+
+Shape = tuple[int, ...]
+GRAPH_FORMAT = "fusion-dse.graph"
+GRAPH_FORMAT_VERSION = 1
+
+
+class GraphError(InputError):
+    """A graph that breaks an IR invariant (cycle, bad reference, shape mismatch)."""
+
+
+class OpKind(StrEnum):
+    """Coarse operation classes the cost models distinguish."""
+
+    CONV = "conv"
+    DWCONV = "dwconv"
+    POOL = "pool"
+    GLOBAL_POOL = "global_pool"
+    ELTWISE_UNARY = "eltwise_unary"
+    ELTWISE_BINARY = "eltwise_binary"
+    BATCHNORM = "batchnorm"
+    CONCAT = "concat"
+    SLICE = "slice"
+    LINEAR = "linear"
+    RESIZE = "resize"
+    PAD = "pad"
+    RESHAPE = "reshape"
+    TRANSPOSE = "transpose"
+    SOFTMAX = "softmax"
+    OPAQUE = "opaque"
+
+
+class MappingType(StrEnum):
+    """DNNFusion's input-to-output element mapping classes (Niu et al. 2021, Table 2)."""
+
+    ONE_TO_ONE = "One-to-One"
+    ONE_TO_MANY = "One-to-Many"
+    MANY_TO_MANY = "Many-to-Many"
+    REORGANIZE = "Reorganize"
+    SHUFFLE = "Shuffle"
+
+
+_KIND_MAPPING = {
+    OpKind.CONV: MappingType.MANY_TO_MANY,
+    OpKind.DWCONV: MappingType.MANY_TO_MANY,
+    OpKind.POOL: MappingType.MANY_TO_MANY,
+    OpKind.GLOBAL_POOL: MappingType.MANY_TO_MANY,
+    OpKind.LINEAR: MappingType.MANY_TO_MANY,
+    OpKind.SOFTMAX: MappingType.MANY_TO_MANY,
+    OpKind.OPAQUE: MappingType.MANY_TO_MANY,
+    OpKind.ELTWISE_UNARY: MappingType.ONE_TO_ONE,
+    OpKind.ELTWISE_BINARY: MappingType.ONE_TO_ONE,
+    OpKind.BATCHNORM: MappingType.ONE_TO_ONE,
+    OpKind.CONCAT: MappingType.ONE_TO_ONE,
+    OpKind.SLICE: MappingType.ONE_TO_ONE,
+    OpKind.PAD: MappingType.ONE_TO_ONE,
+    OpKind.RESIZE: MappingType.ONE_TO_MANY,
+    OpKind.RESHAPE: MappingType.REORGANIZE,
+    OpKind.TRANSPOSE: MappingType.SHUFFLE,
+}
+
+
+def default_mapping(kind: OpKind, input_shapes: Sequence[Shape],
+                    output_shape: Shape) -> MappingType:
+    """DNNFusion mapping type of an op of `kind`.
+
+    An elementwise op with a broadcast operand (the squeeze-and-excitation multiply) maps one
+    input element to many outputs; DNNFusion types a multi-input op by its most complex pair.
+    """
+    mapping = _KIND_MAPPING[kind]
+    if kind is OpKind.ELTWISE_BINARY and any(
+        math.prod(s) < math.prod(output_shape) for s in input_shapes
+    ):
+        return MappingType.ONE_TO_MANY
+    return mapping
+
+
+def input_ref(k: int) -> int:
+    """The reference an op uses for network input `k`."""
+    return -(k + 1)
+
+
+def is_network_input(ref: int) -> bool:
+    """True if an op input reference names a network input rather than an op."""
+    return ref < 0
+
+
+def network_input_index(ref: int) -> int:
+    """Index of the network input a negative reference names."""
+    return -ref - 1
+
+
+@dataclass(frozen=True, slots=True)
+class Op:
+    """One operation of a `ComputeGraph`.
+
+    Attributes:
+        id: Position in the graph's topological numbering.
+        name: Unique name (module path for torch, node name for ONNX).
+        kind: Coarse class used by the cost models.
+        op_type: Specific function, lower case ("relu", "hardswish", "add", "max", "flatten").
+        inputs: Producer op ids, or `input_ref(k)` for network input k, in argument order.
+        input_shapes: Shape of each input, aligned with `inputs`.
+        output_shape: Shape of the single output tensor.
+        kernel, stride, dilation: (height, width) window parameters; (1, 1) when not windowed.
+        padding: (top, left, bottom, right).
+        groups: Convolution groups (1 otherwise).
+        weight_elems: Parameter elements after BatchNorm folding (weights plus bias).
+        macs: Multiply-accumulates of one inference.
+        mapping: DNNFusion mapping type.
+        attrs: Extra attributes as sorted (key, value) pairs (e.g. resize mode, ceil_mode).
+    """
+
+    id: int
+    name: str
+    kind: OpKind
+    op_type: str
+    inputs: tuple[int, ...]
+    input_shapes: tuple[Shape, ...]
+    output_shape: Shape
+    kernel: tuple[int, int] = (1, 1)
+    stride: tuple[int, int] = (1, 1)
+    padding: tuple[int, int, int, int] = (0, 0, 0, 0)
+    dilation: tuple[int, int] = (1, 1)
+    groups: int = 1
+    weight_elems: int = 0
+    macs: int = 0
+    mapping: MappingType = MappingType.ONE_TO_ONE
+    attrs: tuple[tuple[str, Any], ...] = ()
+
+    @property
+    def output_elems(self) -> int:
+        """Elements of the output tensor."""
+        return math.prod(self.output_shape)
+
+    def attr(self, key: str, default: Any = None) -> Any:
+        """Value of extra attribute `key`, or `default`."""
+        return dict(self.attrs).get(key, default)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dict with the stable keys documented in the README."""
+        return {
+            "id": self.id,
+            "name": self.name,
+            "kind": self.kind.value,
+            "op_type": self.op_type,
+            "inputs": list(self.inputs),
+            "input_shapes": [list(s) for s in self.input_shapes],
+            "output_shape": list(self.output_shape),
+            "kernel": list(self.kernel),
+            "stride": list(self.stride),
+            "padding": list(self.padding),
+            "dilation": list(self.dilation),
+            "groups": self.groups,
+            "weight_elems": self.weight_elems,
+            "macs": self.macs,
+            "mapping": self.mapping.value,
+            "attrs": {k: v for k, v in self.attrs},
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Op:
+        """Inverse of `to_dict`."""
+        return cls(
+            id=int(d["id"]),
+            name=str(d["name"]),
+            kind=OpKind(d["kind"]),
+            op_type=str(d["op_type"]),
+            inputs=tuple(int(i) for i in d["inputs"]),
+            input_shapes=tuple(tuple(int(x) for x in s) for s in d["input_shapes"]),
+            output_shape=tuple(int(x) for x in d["output_shape"]),
+            kernel=_pair(d.get("kernel", (1, 1))),
+            stride=_pair(d.get("stride", (1, 1))),
+            padding=tuple(int(x) for x in d.get("padding", (0, 0, 0, 0))),
+            dilation=_pair(d.get("dilation", (1, 1))),
+            groups=int(d.get("groups", 1)),
+            weight_elems=int(d.get("weight_elems", 0)),
+            macs=int(d.get("macs", 0)),
+            mapping=MappingType(d["mapping"]),
+            attrs=freeze_attrs(d.get("attrs", {})),
+        )
+
+
+def _pair(v: Sequence[int]) -> tuple[int, int]:
+    a, b = v
+    return int(a), int(b)
+
+
+def freeze_attrs(attrs: Mapping[str, Any]) -> tuple[tuple[str, Any], ...]:
+    """Attributes as a sorted tuple of pairs, lists turned into tuples (hashable, comparable)."""
+    return tuple(
+        sorted((str(k), tuple(v) if isinstance(v, list) else v) for k, v in attrs.items())
+    )
+
+
+@dataclass(frozen=True)
+class ComputeGraph:
+    """An immutable DAG of ops in topological numbering.
+
+    Construct with validated parts (see `check`); importers build through
+    `simulator.workload.builder.GraphBuilder`, which sorts and numbers arbitrary node lists.
+
+    Attributes:
+        name: Network name.
+        ops: The ops; ``ops[i].id == i``.
+        input_shapes: Shapes of the network inputs.
+        outputs: Ids of the ops whose tensors are network outputs.
+        input_names: Names of the network inputs.
+    """
+
+    name: str
+    ops: tuple[Op, ...]
+    input_shapes: tuple[Shape, ...]
+    outputs: tuple[int, ...]
+    input_names: tuple[str, ...] = field(default=())
+
+    def __post_init__(self) -> None:
+        if not self.input_names:
+            names = tuple(f"input{k}" for k in range(len(self.input_shapes)))
+            object.__setattr__(self, "input_names", names)
+        self.check()
+
+    def check(self) -> None:
+        """Raise `GraphError` unless every IR invariant holds."""
+        if not self.ops:
+            raise GraphError(f"graph {self.name!r} has no operations")
+        names: set[str] = set()
+        for i, op in enumerate(self.ops):
+            if op.id != i:
+                raise GraphError(f"op {op.name!r} has id {op.id}, expected {i}")
+            if op.name in names:
+                raise GraphError(f"duplicate op name {op.name!r} in graph {self.name!r}")
+            names.add(op.name)
+            self._check_inputs(op)
+        for o in self.outputs:
+            if not 0 <= o < len(self.ops):
+                raise GraphError(f"network output {o} is not an op of graph {self.name!r}")
+
+    def _check_inputs(self, op: Op) -> None:
+        if len(op.inputs) != len(op.input_shapes):
+            raise GraphError(f"op {op.name!r}: {len(op.inputs)} inputs but "
+                             f"{len(op.input_shapes)} input shapes")
+        for ref, shape in zip(op.inputs, op.input_shapes, strict=True):
+            if is_network_input(ref):
+                k = network_input_index(ref)
+                if k >= len(self.input_shapes):
+                    raise GraphError(f"op {op.name!r} reads network input {k}, "
+                                     "which does not exist")
+                expected = self.input_shapes[k]
+            elif ref >= op.id:
+                raise GraphError(f"op {op.name!r} (id {op.id}) reads op {ref}: edges must go "
+                                 "from a lower to a higher id")
+            else:
+                expected = self.ops[ref].output_shape
+            if tuple(shape) != tuple(expected):
+                raise GraphError(f"op {op.name!r}: input shape {tuple(shape)} does not match "
+                                 f"the producer's output shape {tuple(expected)}")
+
+    # --- basic access -------------------------------------------------------------------
+
+    def __len__(self) -> int:
+        return len(self.ops)
+
+    def __iter__(self) -> Iterator[Op]:
+        return iter(self.ops)
+
+    def __getitem__(self, op_id: int) -> Op:
+        return self.ops[op_id]
+
+    @cached_property
+    def _name_index(self) -> dict[str, int]:
+        return {op.name: op.id for op in self.ops}
+
+    def id_of(self, name: str) -> int:
+        """Id of the op called `name` (KeyError if there is none)."""
+        return self._name_index[name]
+
+    @cached_property
+    def _preds(self) -> tuple[tuple[int, ...], ...]:
+        return tuple(tuple(sorted({r for r in op.inputs if r >= 0})) for op in self.ops)
+
+    @cached_property
+    def _succs(self) -> tuple[tuple[int, ...], ...]:
+        succs: list[set[int]] = [set() for _ in self.ops]
+        for op in self.ops:
+            for r in op.inputs:
+                if r >= 0:
+                    succs[r].add(op.id)
+        return tuple(tuple(sorted(s)) for s in succs)
+
+    def predecessors(self, op_id: int) -> tuple[int, ...]:
+        """Distinct producer ops of `op_id`, ascending (network inputs excluded)."""
+        return self._preds[op_id]
+
+    def successors(self, op_id: int) -> tuple[int, ...]:
+        """Distinct consumer ops of `op_id`, ascending."""
+        return self._succs[op_id]
+
+    @cached_property
+    def output_set(self) -> frozenset[int]:
+        """Ids of ops whose output is a network output."""
+        return frozenset(self.outputs)
+
+    def edges(self) -> list[tuple[int, int]]:
+        """Op-to-op edges (i, j), i < j, one per distinct producer/consumer pair."""
+        return [(p, op.id) for op in self.ops for p in self._preds[op.id]]
+
+    @cached_property
+    def nx(self) -> nx.DiGraph:
+        """A frozen networkx view: nodes are op ids with attribute ``op``."""
+        g = nx.DiGraph(name=self.name)
+        g.add_nodes_from((op.id, {"op": op}) for op in self.ops)
+        g.add_edges_from(self.edges())
+        return nx.freeze(g)
+
+    def tensor_shape(self, ref: int) -> Shape:
+        """Shape of the tensor an input reference names (an op output or a network input)."""
+        if is_network_input(ref):
+            return self.input_shapes[network_input_index(ref)]
+        return self.ops[ref].output_shape
+
+    def tensor_elems(self, ref: int) -> int:
+        """Elements of the tensor an input reference names."""
+        return math.prod(self.tensor_shape(ref))
+
+    # --- node sets ------------------------------------------------------------------------
+
+    def _as_set(self, nodes: Iterable[int]) -> frozenset[int]:
+        s = frozenset(nodes)
+        bad = [n for n in s if not 0 <= n < len(self.ops)]
+        if bad:
+            raise GraphError(f"op ids {sorted(bad)} are not in graph {self.name!r}")
+        return s
+
+    def inputs_of(self, nodes: Iterable[int]) -> tuple[int, ...]:
+        """Tensors entering a node set: distinct references (ops outside, or network inputs).
+
+        Sorted with network inputs first, then producer ids ascending.
+        """
+        s = self._as_set(nodes)
+        refs = {r for n in s for r in self.ops[n].inputs if r not in s}
+        return tuple(sorted(refs))
+
+    def outputs_of(self, nodes: Iterable[int]) -> tuple[int, ...]:
+        """Ops of a node set whose tensor leaves it: consumed outside, or a network output."""
+        s = self._as_set(nodes)
+        return tuple(
+            n for n in sorted(s)
+            if n in self.output_set or any(c not in s for c in self._succs[n])
+        )
+
+    def internal_edges(self, nodes: Iterable[int]) -> list[tuple[int, int]]:
+        """Op-to-op edges with both ends in the node set."""
+        s = self._as_set(nodes)
+        return [(p, n) for n in sorted(s) for p in self._preds[n] if p in s]
+
+    def is_weakly_connected(self, nodes: Iterable[int]) -> bool:
+        """True if the node set is non-empty and connected ignoring edge direction."""
+        s = self._as_set(nodes)
+        if not s:
+            return False
+        start = next(iter(s))
+        seen, stack = {start}, [start]
+        while stack:
+            n = stack.pop()
+            for m in (*self._preds[n], *self._succs[n]):
+                if m in s and m not in seen:
+                    seen.add(m)
+                    stack.append(m)
+        return len(seen) == len(s)
+
+    def subgraph(self, nodes: Iterable[int], name: str | None = None) -> ComputeGraph:
+        """The induced subgraph of a node set as a graph of its own, renumbered in order.
+
+        Tensors entering the set become network inputs (in `inputs_of` order); ops whose tensor
+        leaves the set become network outputs.
+        """
+        s = self._as_set(nodes)
+        if not s:
+            raise GraphError("cannot take the subgraph of an empty node set")
+        order = sorted(s)
+        new_id = {old: i for i, old in enumerate(order)}
+        entering = self.inputs_of(s)
+        new_ref = {ref: input_ref(k) for k, ref in enumerate(entering)}
+        new_ref.update(new_id)
+        ops = tuple(
+            replace(self.ops[old], id=i, inputs=tuple(new_ref[r] for r in self.ops[old].inputs))
+            for i, old in enumerate(order)
+        )
+        return ComputeGraph(
+            name=name or f"{self.name}[{len(order)} ops]",
+            ops=ops,
+            input_shapes=tuple(self.tensor_shape(r) for r in entering),
+            outputs=tuple(new_id[o] for o in self.outputs_of(s)),
+            input_names=tuple(self._ref_name(r) for r in entering),
+        )
+
+    def _ref_name(self, ref: int) -> str:
+        if is_network_input(ref):
+            return self.input_names[network_input_index(ref)]
+        return self.ops[ref].name
+
+    # --- totals ---------------------------------------------------------------------------
+
+    @property
+    def total_weights(self) -> int:
+        """Parameter elements over all ops."""
+        return sum(op.weight_elems for op in self.ops)
+
+    @property
+    def total_macs(self) -> int:
+        """Multiply-accumulates over all ops."""
+        return sum(op.macs for op in self.ops)
+
+    @property
+    def activation_elems(self) -> int:
+        """Elements of every activation tensor: network inputs plus every op output."""
+        return sum(math.prod(s) for s in self.input_shapes) + sum(o.output_elems for o in self.ops)
+
+    def count(self, *kinds: OpKind) -> int:
+        """Number of ops of the given kinds."""
+        return sum(op.kind in kinds for op in self.ops)
+
+    # --- serialisation --------------------------------------------------------------------
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dict (format ``fusion-dse.graph`` version 1)."""
+        return {
+            "format": GRAPH_FORMAT,
+            "version": GRAPH_FORMAT_VERSION,
+            "name": self.name,
+            "inputs": [{"name": n, "shape": list(s)}
+                       for n, s in zip(self.input_names, self.input_shapes, strict=True)],
+            "outputs": list(self.outputs),
+            "ops": [op.to_dict() for op in self.ops],
+        }
+
+    def to_json(self, indent: int | None = None) -> str:
+        """The graph as a JSON string."""
+        return json.dumps(self.to_dict(), indent=indent)
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> ComputeGraph:
+        """Inverse of `to_dict`; raises `GraphError` on a malformed document."""
+        if d.get("format") != GRAPH_FORMAT:
+            raise GraphError(f"not a fusion-dse graph document (format={d.get('format')!r})")
+        if d.get("version") != GRAPH_FORMAT_VERSION:
+            raise GraphError(f"unsupported graph format version {d.get('version')!r}")
+        try:
+            return cls(
+                name=str(d["name"]),
+                ops=tuple(Op.from_dict(o) for o in d["ops"]),
+                input_shapes=tuple(tuple(int(x) for x in i["shape"]) for i in d["inputs"]),
+                outputs=tuple(int(o) for o in d["outputs"]),
+                input_names=tuple(str(i["name"]) for i in d["inputs"]),
+            )
+        except (KeyError, TypeError, ValueError) as err:
+            if isinstance(err, GraphError):
+                raise
+            raise GraphError(f"malformed graph document: {type(err).__name__}: {err}") from err
+
+    @classmethod
+    def from_json(cls, text: str) -> ComputeGraph:
+        """Parse a graph from the JSON `to_json` writes."""
+        try:
+            return cls.from_dict(json.loads(text))
+        except json.JSONDecodeError as err:
+            raise GraphError(f"graph JSON is not valid JSON: {err}") from err
+
+    def __repr__(self) -> str:
+        return (f"ComputeGraph({self.name!r}, {len(self.ops)} ops, "
+                f"{self.total_weights:,} weights, {self.total_macs:,} MACs)")

@@ -1,0 +1,161 @@
+"""One entry point for every way a user names a network.
+
+`load` accepts a zoo name (optionally with a resolution, ``resnet50@320``), a path to an ``.onnx``
+model, a path to a graph ``.json`` written by `ComputeGraph.to_json`, or ``module:callable``
+naming a factory of an ``nn.Module`` importable from the current directory or Python path.
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+import os
+import re
+import sys
+from collections.abc import Sequence
+from functools import lru_cache
+from pathlib import Path
+
+from simulator.workload.errors import InputShapeError, ModelFileError, UnknownModelError
+from simulator.workload.graph import ComputeGraph
+from simulator.workload.torch_import import check_input_shape, from_torch
+from simulator.workload.zoo import ZOO, ZooEntry
+
+__all__ = ["load", "load_zoo", "resolve_zoo_name", "zoo_module"]
+
+DEFAULT_INPUT_SHAPE = (1, 3, 224, 224)
+_RESOLUTION = re.compile(r"^(?P<name>[^@]+)@(?P<h>\d+)(?:x(?P<w>\d+))?$")
+
+
+def _canonical(name: str) -> str:
+    return re.sub(r"[-_.\s]", "", name.lower())
+
+
+def resolve_zoo_name(name: str) -> str | None:
+    """The zoo key `name` denotes (case, '-' and '_' ignored), or None."""
+    wanted = _canonical(name)
+    return next((k for k in ZOO if _canonical(k) == wanted), None)
+
+
+def _split_resolution(spec: str) -> tuple[str, tuple[int, int] | None]:
+    m = _RESOLUTION.match(spec)
+    if not m:
+        return spec, None
+    h = int(m["h"])
+    w = int(m["w"]) if m["w"] else h
+    if h <= 0 or w <= 0:
+        raise InputShapeError(f"resolution in {spec!r} must be positive")
+    return m["name"], (h, w)
+
+
+def zoo_module(name: str):  # noqa: ANN201 - returns torch.nn.Module; torch typed lazily
+    """A freshly built (random-initialised) `nn.Module` of zoo network `name`."""
+    key = resolve_zoo_name(name)
+    if key is None:
+        raise _unknown(name)
+    return ZOO[key].factory()
+
+
+def load_zoo(name: str, input_shape: Sequence[int] | None = None) -> ComputeGraph:
+    """The graph of a zoo network, optionally at another input shape (cached per shape)."""
+    key = resolve_zoo_name(name)
+    if key is None:
+        raise _unknown(name)
+    shape = tuple(input_shape) if input_shape is not None else ZOO[key].input_shape
+    return _zoo_graph(key, check_input_shape(shape))
+
+
+@lru_cache(maxsize=32)
+def _zoo_graph(key: str, shape: tuple[int, ...]) -> ComputeGraph:
+    entry: ZooEntry = ZOO[key]
+    return from_torch(entry.factory(), shape, name=key)
+
+
+def load(spec: str, input_shape: Sequence[int] | str | None = None, *,
+         allow_opaque: bool = False) -> ComputeGraph:
+    """Load a network given by zoo name, ONNX path, graph JSON path or ``module:callable``.
+
+    Args:
+        spec: What to load; a zoo name may carry a resolution (``resnet50@320``).
+        input_shape: Overrides the input shape (N,C,H,W); a resolution in `spec` overrides H,W
+            of the zoo's default shape.
+        allow_opaque: Import unsupported ops as opaque ops instead of failing.
+
+    Raises:
+        UnknownModelError, ModelFileError, InputShapeError, UnsupportedOpError, GraphError.
+    """
+    shape = check_input_shape(input_shape) if input_shape is not None else None
+    base, resolution = _split_resolution(spec)
+    key = resolve_zoo_name(base)
+    if key is not None:
+        if resolution is not None:
+            n, c = (shape or ZOO[key].input_shape)[:2]
+            shape = (n, c, *resolution)
+        return load_zoo(key, shape)
+    if resolution is not None:
+        raise _unknown(base)
+    path = Path(spec)
+    if path.suffix.lower() == ".onnx" or (path.exists() and path.suffix.lower() != ".json"):
+        return _load_onnx(path, shape, allow_opaque)
+    if path.suffix.lower() == ".json":
+        return _load_json(path)
+    if ":" in spec and not path.exists():
+        return _load_callable(spec, shape, allow_opaque)
+    raise _unknown(spec)
+
+
+def _load_onnx(path: Path, shape: tuple[int, ...] | None, allow_opaque: bool) -> ComputeGraph:
+    from simulator.workload.onnx_import import from_onnx
+
+    return from_onnx(path, shape, allow_opaque=allow_opaque)
+
+
+def _load_json(path: Path) -> ComputeGraph:
+    try:
+        text = path.read_text()
+    except OSError as err:
+        raise ModelFileError(f"cannot read graph file {str(path)!r}: {err.strerror}") from err
+    return ComputeGraph.from_json(text)
+
+
+def _load_callable(spec: str, shape: tuple[int, ...] | None,
+                   allow_opaque: bool) -> ComputeGraph:
+    module_name, _, attr = spec.partition(":")
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        factory = getattr(importlib.import_module(module_name), attr)
+    except ImportError as err:
+        raise UnknownModelError(f"cannot import module {module_name!r} for model {spec!r}: "
+                                f"{err}") from err
+    except AttributeError:
+        raise UnknownModelError(f"module {module_name!r} has no attribute {attr!r} "
+                                f"(model {spec!r})") from None
+    module = _build(factory, spec)
+    return from_torch(module, shape or DEFAULT_INPUT_SHAPE, name=attr,
+                      allow_opaque=allow_opaque)
+
+
+def _build(factory: object, spec: str):  # noqa: ANN202 - torch.nn.Module
+    import torch
+
+    module = factory
+    if callable(factory) and not isinstance(factory, torch.nn.Module):
+        try:
+            module = factory()
+        except Exception as err:  # the user's code: report it in one line
+            raise UnknownModelError(f"calling {spec!r} failed: {type(err).__name__}: "
+                                    f"{err}") from err
+    if not isinstance(module, torch.nn.Module):
+        raise UnknownModelError(f"{spec!r} did not give a torch.nn.Module "
+                                f"(got {type(module).__name__})")
+    return module
+
+
+def _unknown(name: str) -> UnknownModelError:
+    choices = list(ZOO)
+    close = difflib.get_close_matches(name.lower(), choices, n=3, cutoff=0.5)
+    hint = f"; did you mean {', '.join(close)}?" if close else \
+        f"; zoo networks: {', '.join(choices)}"
+    return UnknownModelError(f"unknown model {name!r} (not a zoo name, an existing .onnx or "
+                             f".json file, or module:callable){hint}")
