@@ -154,7 +154,7 @@ def _build(factory: object, spec: str):  # noqa: ANN202 - torch.nn.Module
 
 def _unknown(name: str) -> UnknownModelError:
     choices = list(ZOO)
-    close = difflib.get_close_matches(name.lower(), choices, n=3, cutoff=0.5)
+    close = difflib.get_close_matches(name.lower(), choices, n=3, cutoff=0.65)
     hint = f"; did you mean {', '.join(close)}?" if close else \
         f"; zoo networks: {', '.join(choices)}"
     return UnknownModelError(f"unknown model {name!r} (not a zoo name, an existing .onnx or "

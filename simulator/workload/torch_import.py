@@ -4,7 +4,7 @@ Tracing works at module granularity: each leaf module (conv, batchnorm, activati
 ...) and each tensor function (add, mul, cat, flatten, interpolate, ...) becomes one op; dropout,
 identity and no-op reshapes are removed. BatchNorm that directly follows a convolution with no
 other consumer is folded into it numerically (`fold_batchnorm`), as ONNX inference exports do.
-Shapes come from running the traced module once on a random input (`ShapeProp`).
+Shapes come from running the traced module once, node by node, on a random input.
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 from torch import fx, nn
-from torch.fx.passes.shape_prop import ShapeProp, TensorMetadata
 from torch.nn.utils.fusion import fuse_conv_bn_eval
 
 from simulator.workload.builder import GraphBuilder
@@ -159,6 +158,35 @@ def from_torch(module: nn.Module, input_shape: Sequence[int] | str, *, name: str
     return _Converter(gm, name, allow_opaque).convert()
 
 
+class _ShapeRecorder(fx.Interpreter):
+    """Runs the traced module node by node and records each tensor result's shape."""
+
+    def run_node(self, n: fx.Node) -> Any:
+        try:
+            result = super().run_node(n)
+        except Exception as err:  # a wrong shape surfaces as whatever the failing layer raises
+            text = str(err).strip()
+            first = text.splitlines()[0] if text else type(err).__name__
+            raise _ShapeFailure(n.name, first) from err
+        if isinstance(result, torch.Tensor):
+            n.meta[_SHAPE] = tuple(int(d) for d in result.shape)
+        elif isinstance(result, (tuple, list)) and result and all(
+                isinstance(r, torch.Tensor) for r in result):
+            n.meta[_SHAPE] = [tuple(int(d) for d in r.shape) for r in result]
+        else:
+            n.meta.pop(_SHAPE, None)
+        return result
+
+
+class _ShapeFailure(Exception):
+    def __init__(self, node: str, message: str) -> None:
+        super().__init__(node, message)
+        self.node, self.message = node, message
+
+
+_SHAPE = "fusion_dse_shape"
+
+
 def _propagate_shapes(gm: fx.GraphModule, shape: tuple[int, ...], name: str) -> None:
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     if len(placeholders) != 1:
@@ -167,28 +195,26 @@ def _propagate_shapes(gm: fx.GraphModule, shape: tuple[int, ...], name: str) -> 
     example = torch.randn(shape, generator=torch.Generator().manual_seed(0))
     try:
         with torch.no_grad():
-            ShapeProp(gm).propagate(example)
-    except Exception as err:  # a wrong shape surfaces as whatever the failing layer raises
-        msg = str(err).strip().splitlines()[-1] if str(err).strip() else type(err).__name__
+            _ShapeRecorder(gm).run(example)
+    except _ShapeFailure as err:
         raise InputShapeError(f"input shape {','.join(map(str, shape))} does not fit model "
-                              f"{name!r}: {msg[:300]}") from None
+                              f"{name!r}: at {err.node!r}: {err.message[:300]}") from None
 
 
-def _meta(node: Any) -> TensorMetadata | None:
+def _meta(node: Any) -> tuple[int, ...] | None:
     if isinstance(node, fx.Node):
-        meta = node.meta.get("tensor_meta")
-        if isinstance(meta, TensorMetadata):
+        meta = node.meta.get(_SHAPE)
+        if isinstance(meta, tuple):
             return meta
     return None
 
 
 def _shape(node: fx.Node) -> tuple[int, ...]:
-    return tuple(int(d) for d in _meta(node).shape)
+    return _meta(node)
 
 
 def _is_tuple_of_tensors(node: fx.Node) -> bool:
-    meta = node.meta.get("tensor_meta")
-    return isinstance(meta, (tuple, list)) and all(isinstance(m, TensorMetadata) for m in meta)
+    return isinstance(node.meta.get(_SHAPE), list)
 
 
 def _flat_nodes(args: Any) -> list[fx.Node]:

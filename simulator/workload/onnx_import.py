@@ -1,0 +1,806 @@
+"""ONNX front end: an ONNX model file imported as a `ComputeGraph`.
+
+The importer loads the model (external-data files included), fixes the input dimensions, runs ONNX
+shape inference and walks the nodes in topological order. Initializers, Constant nodes and every
+value computed only from constants or tensor shapes are constants, not ops. Each remaining node
+becomes one op named after the node, except aliases (Identity, Dropout, Cast, identity pooling
+windows, same-shape reshapes), a BatchNormalization folded into the convolution it follows, and
+the gates ``Mul(x, Sigmoid(x))`` and ``Mul(x, HardSigmoid(x))`` that exporters emit for SiLU and
+Hardswish, which become one ``silu`` / ``hardswish`` op as `from_torch` produces them.
+
+The model is loaded here, so it is a private object: the importer sorts its nodes and sets its
+input dimensions in place before shape inference; the file is never modified.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+import os
+import warnings
+from collections import Counter
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+import networkx as nx
+import numpy as np
+import onnx
+from google.protobuf.message import DecodeError
+from onnx import helper, numpy_helper, shape_inference
+
+from simulator.workload.builder import GraphBuilder, OpSpec
+from simulator.workload.errors import (
+    GraphError,
+    InputShapeError,
+    ModelFileError,
+    UnsupportedOpError,
+)
+from simulator.workload.graph import ComputeGraph, MappingType, OpKind, Shape, freeze_attrs
+from simulator.workload.ops import (
+    ACTIVATIONS,
+    conv_kind,
+    conv_macs,
+    is_identity_window,
+    linear_macs,
+)
+
+__all__ = ["from_onnx"]
+
+MIN_OPSET = 11
+_DEFAULT_DOMAINS = ("", "ai.onnx")
+_SHAPE_OPS = frozenset({"Shape", "Size"})  # their output depends on shapes only, never on data
+_ConstSource = onnx.TensorProto | onnx.AttributeProto | None  # where a constant's value is kept
+
+
+class _Unsupported(Exception):
+    """A node the importer cannot represent exactly; the message says why (may be empty)."""
+
+
+def from_onnx(path: str | os.PathLike[str], input_shape: Sequence[int] | None = None, *,
+              fold_bn: bool = True, allow_opaque: bool = False,
+              name: str | None = None) -> ComputeGraph:
+    """Import an ONNX model file as a `ComputeGraph`.
+
+    Args:
+        path: The ``.onnx`` file; external-data files must lie where the model names them.
+        input_shape: Shape of the first network input, e.g. ``(1, 3, 224, 224)``. Required when
+            that input has symbolic dimensions other than the batch (a symbolic batch alone
+            defaults to 1); when the input is static it must match.
+        fold_bn: Fold a BatchNormalization into the convolution it follows when the convolution
+            has no other consumer.
+        allow_opaque: Import unsupported nodes as OPAQUE ops (with a warning) instead of
+            raising `UnsupportedOpError`.
+        name: Graph name (defaults to the file name without its suffix).
+
+    Returns:
+        The imported graph; op names are the ONNX node names, input names the ONNX input names.
+
+    Raises:
+        ModelFileError: The file is missing, unreadable, corrupt, of opset < 11, or shapes
+            cannot be inferred.
+        InputShapeError: `input_shape` is malformed or does not fit the model's input.
+        UnsupportedOpError: A node has no IR equivalent and `allow_opaque` is false.
+        GraphError: The graph has a cycle or breaks another IR invariant.
+    """
+    where = str(path)
+    wanted = None if input_shape is None else _check_input_shape(input_shape)
+    model = _load(where)
+    opset = _opset(model, where)
+    _set_nodes(model.graph, _topological_nodes(model.graph, where))
+    inputs = _resolve_inputs(model.graph, wanted, where)
+    _set_input_dims(model.graph, inputs)
+    graph = _infer_shapes(model, where).graph
+    walk = _start_walk(graph, inputs, where, opset, fold_bn=fold_bn, allow_opaque=allow_opaque)
+    for node in graph.node:
+        _visit(walk, node)
+    result = _build(walk, name or Path(where).stem, inputs, [o.name for o in graph.output])
+    if walk.opaque:
+        warnings.warn(f"ONNX model {where}: {len(walk.opaque)} unsupported op(s) imported as "
+                      f"opaque ops without MACs: {', '.join(walk.opaque)}", stacklevel=2)
+    return result
+
+
+# --- loading and validation ------------------------------------------------------------------
+
+
+def _check_input_shape(shape: Sequence[int] | str) -> Shape:
+    try:
+        if isinstance(shape, str):
+            dims = tuple(int(d) for d in shape.replace("x", ",").split(","))
+        else:
+            dims = tuple(operator.index(d) for d in shape)
+    except (TypeError, ValueError) as err:
+        raise InputShapeError(f"input shape {shape!r} is not a sequence of integers "
+                              "(expected N,C,H,W such as 1,3,224,224)") from err
+    if not dims or any(d <= 0 for d in dims):
+        raise InputShapeError(f"input shape {shape!r} must have positive dimensions")
+    return dims
+
+
+def _load(where: str) -> onnx.ModelProto:
+    if not os.path.isfile(where):
+        raise ModelFileError(f"ONNX model file {where} does not exist or is not a file")
+    try:
+        model = onnx.load(where)
+    except DecodeError as err:
+        raise ModelFileError(f"{where} is not a valid ONNX model: the protobuf cannot be "
+                             f"parsed ({_first_line(err)})") from err
+    except onnx.checker.ValidationError as err:
+        raise ModelFileError(f"ONNX model {where}: its external data cannot be loaded: "
+                             f"{_first_line(err)}") from err
+    except OSError as err:
+        raise ModelFileError(f"ONNX model {where} (or its external data) cannot be read: "
+                             f"{err.strerror or err}: {err.filename or where}") from err
+    if not model.HasField("graph") or not model.graph.node:
+        raise ModelFileError(f"{where} is empty or not an ONNX model (it has no graph nodes)")
+    return model
+
+
+def _first_line(err: BaseException) -> str:
+    text = str(err).strip()
+    return text.splitlines()[0] if text else type(err).__name__
+
+
+def _opset(model: onnx.ModelProto, where: str) -> int:
+    versions = [o.version for o in model.opset_import if o.domain in _DEFAULT_DOMAINS]
+    if not versions:
+        raise ModelFileError(f"ONNX model {where} declares no ai.onnx opset")
+    if versions[0] < MIN_OPSET:
+        raise ModelFileError(f"ONNX model {where} uses opset {versions[0]}, older than the "
+                             f"oldest supported ({MIN_OPSET}); re-export it with a newer "
+                             "opset or convert it with onnx.version_converter")
+    return versions[0]
+
+
+def _infer_shapes(model: onnx.ModelProto, where: str) -> onnx.ModelProto:
+    try:
+        return shape_inference.infer_shapes(model, check_type=False, strict_mode=False,
+                                            data_prop=True)
+    except (shape_inference.InferenceError, onnx.checker.ValidationError, ValueError,
+            RuntimeError) as err:
+        raise ModelFileError(f"ONNX model {where}: shape inference failed: "
+                             f"{_first_line(err)}") from err
+
+
+# --- node order --------------------------------------------------------------------------------
+
+
+def _subgraphs(node: onnx.NodeProto) -> Iterator[onnx.GraphProto]:
+    for attr in node.attribute:
+        if attr.type == onnx.AttributeProto.GRAPH:
+            yield attr.g
+        elif attr.type == onnx.AttributeProto.GRAPHS:
+            yield from attr.graphs
+
+
+def _outer_reads(graph: onnx.GraphProto) -> list[str]:
+    """Names a (control-flow body) graph reads from enclosing scopes."""
+    defined = ({v.name for v in graph.input} | {t.name for t in graph.initializer}
+               | {o for n in graph.node for o in n.output})
+    return [t for n in graph.node for t in _node_inputs(n) if t not in defined]
+
+
+def _node_inputs(node: onnx.NodeProto) -> list[str]:
+    """Distinct tensors a node reads: its inputs, then what its subgraphs read from outside."""
+    implicit = [t for g in _subgraphs(node) for t in _outer_reads(g)]
+    return list(dict.fromkeys([t for t in node.input if t] + implicit))
+
+
+def _label(node: onnx.NodeProto) -> str:
+    return node.name or (node.output[0] if node.output else node.op_type)
+
+
+def _topological_nodes(graph: onnx.GraphProto, where: str) -> list[onnx.NodeProto]:
+    """Nodes in a topological order (stable); raises `GraphError` naming a cycle."""
+    available = {v.name for v in graph.input} | {t.name for t in graph.initializer}
+    producer: dict[str, int] = {}
+    for k, node in enumerate(graph.node):
+        for out in filter(None, node.output):
+            if out in producer or out in available:
+                raise ModelFileError(f"ONNX model {where}: tensor '{out}' is produced twice "
+                                     f"(again by node '{_label(node)}')")
+            producer[out] = k
+    g = nx.DiGraph()
+    g.add_nodes_from(range(len(graph.node)))
+    for k, node in enumerate(graph.node):
+        for t in _node_inputs(node):
+            if t in producer:
+                g.add_edge(producer[t], k)
+            elif t not in available and t in node.input:
+                raise ModelFileError(f"ONNX model {where}: node '{_label(node)}' reads "
+                                     f"tensor '{t}', which no node, input or initializer holds")
+    try:
+        return [graph.node[k] for k in nx.lexicographical_topological_sort(g)]
+    except nx.NetworkXUnfeasible:
+        cycle = [_label(graph.node[a]) for a, _ in nx.find_cycle(g)]
+        raise GraphError(f"ONNX model {where} has a cycle: "
+                         f"{' -> '.join([*cycle, cycle[0]])}") from None
+
+
+def _set_nodes(graph: onnx.GraphProto, nodes: list[onnx.NodeProto]) -> None:
+    ordered = [onnx.NodeProto.FromString(n.SerializeToString()) for n in nodes]
+    del graph.node[:]
+    graph.node.extend(ordered)
+
+
+# --- network inputs ----------------------------------------------------------------------------
+
+
+Dims = tuple[int | str, ...]  # declared dims: an int when static, the symbol (or "?") otherwise
+
+
+def _real_inputs(graph: onnx.GraphProto) -> list[onnx.ValueInfoProto]:
+    """Graph inputs that are not initializers (old exporters list weights as inputs)."""
+    weights = {t.name for t in graph.initializer}
+    return [v for v in graph.input if v.name not in weights]
+
+
+def _declared_dims(value: onnx.ValueInfoProto, where: str) -> Dims | None:
+    if not value.type.HasField("tensor_type"):
+        raise ModelFileError(f"ONNX model {where}: input '{value.name}' is not a tensor")
+    tensor = value.type.tensor_type
+    if not tensor.HasField("shape"):
+        return None
+    return tuple(d.dim_value if d.HasField("dim_value") and d.dim_value > 0
+                 else (d.dim_param or "?") for d in tensor.shape.dim)
+
+
+def _dims_text(dims: Sequence[int | str]) -> str:
+    return "(" + ", ".join(map(str, dims)) + ")"
+
+
+def _resolve_inputs(graph: onnx.GraphProto, wanted: Shape | None,
+                    where: str) -> dict[str, Shape]:
+    """Static shape of every real network input, in graph order."""
+    real = _real_inputs(graph)
+    if not real:
+        raise ModelFileError(f"ONNX model {where} has no inputs")
+    first = _first_input_shape(real[0].name, _declared_dims(real[0], where), wanted, where)
+    shapes = {real[0].name: first}
+    for value in real[1:]:
+        shapes[value.name] = _other_input_shape(value.name, _declared_dims(value, where),
+                                                first[0], where)
+    return shapes
+
+
+def _first_input_shape(name: str, dims: Dims | None, wanted: Shape | None, where: str) -> Shape:
+    if wanted is not None:
+        if dims is not None and (len(dims) != len(wanted) or any(
+                isinstance(d, int) and d != w for d, w in zip(dims, wanted, strict=True))):
+            raise InputShapeError(f"input shape {_dims_text(wanted)} does not match input "
+                                  f"'{name}' of {where}, declared as {_dims_text(dims)}")
+        return wanted
+    if dims is None:
+        raise InputShapeError(f"input '{name}' of {where} has no declared shape; "
+                              "pass --input-shape")
+    if all(isinstance(d, int) for d in dims[1:]):
+        return tuple(d if isinstance(d, int) else 1 for d in dims)
+    raise InputShapeError(f"input '{name}' of {where} has symbolic dimensions "
+                          f"{_dims_text(dims)}; pass --input-shape")
+
+
+def _other_input_shape(name: str, dims: Dims | None, batch: int, where: str) -> Shape:
+    if dims is None or not all(isinstance(d, int) for d in dims[1:]):
+        declared = "no declared shape" if dims is None else f"dimensions {_dims_text(dims)}"
+        raise InputShapeError(f"input '{name}' of {where} has {declared}; only the first "
+                              "input's shape can be set with --input-shape")
+    return tuple(d if isinstance(d, int) else batch for d in dims)
+
+
+def _set_input_dims(graph: onnx.GraphProto, shapes: Mapping[str, Shape]) -> None:
+    for value in graph.input:
+        if value.name in shapes:
+            shape = value.type.tensor_type.shape
+            del shape.dim[:]
+            for d in shapes[value.name]:
+                shape.dim.add().dim_value = d
+
+
+# --- the walk ----------------------------------------------------------------------------------
+
+
+@dataclass
+class _Walk:
+    """Mutable state of one import walk (private to `from_onnx`).
+
+    Attributes:
+        where: The model path, for messages.
+        opset: The ai.onnx opset version.
+        fold_bn, allow_opaque: The import options.
+        shapes: Static shape of every tensor shape inference resolved (and every initializer).
+        raw_uses: Readers of each ONNX tensor (node inputs plus graph outputs).
+        consts: Constant tensors, with the proto holding their value when it is known.
+        act: Activation tensor -> name of the network input or op that holds it.
+        uses: Op or input name -> readers (after aliases and removals).
+        specs: Ops so far, by name, in topological order.
+        names: Names taken by inputs and ops.
+        biasless: Convolutions without a bias (folding a BatchNorm adds one).
+        gates: Ops that, multiplied by their own input, form a known activation.
+        opaque: Descriptions of the nodes imported as opaque ops.
+    """
+
+    where: str
+    opset: int
+    fold_bn: bool
+    allow_opaque: bool
+    shapes: dict[str, Shape]
+    raw_uses: Counter[str]
+    consts: dict[str, _ConstSource]
+    act: dict[str, str] = field(default_factory=dict)
+    uses: Counter[str] = field(default_factory=Counter)
+    specs: dict[str, OpSpec] = field(default_factory=dict)
+    names: set[str] = field(default_factory=set)
+    biasless: set[str] = field(default_factory=set)
+    gates: dict[str, str] = field(default_factory=dict)
+    opaque: list[str] = field(default_factory=list)
+
+
+def _static_shapes(graph: onnx.GraphProto) -> dict[str, Shape]:
+    shapes = {t.name: tuple(int(d) for d in t.dims) for t in graph.initializer}
+    for value in (*graph.input, *graph.value_info, *graph.output):
+        tensor = value.type.tensor_type
+        if (value.type.HasField("tensor_type") and tensor.HasField("shape")
+                and all(d.HasField("dim_value") for d in tensor.shape.dim)):
+            shapes.setdefault(value.name, tuple(int(d.dim_value) for d in tensor.shape.dim))
+    return shapes
+
+
+def _reader_counts(graph: onnx.GraphProto) -> Counter[str]:
+    counts = Counter(t for n in graph.node for t in n.input if t)
+    counts.update(t for n in graph.node for g in _subgraphs(n) for t in set(_outer_reads(g)))
+    counts.update(o.name for o in graph.output)
+    return counts
+
+
+def _start_walk(graph: onnx.GraphProto, inputs: Mapping[str, Shape], where: str, opset: int, *,
+                fold_bn: bool, allow_opaque: bool) -> _Walk:
+    w = _Walk(where=where, opset=opset, fold_bn=fold_bn, allow_opaque=allow_opaque,
+              shapes=_static_shapes(graph), raw_uses=_reader_counts(graph),
+              consts={t.name: t for t in graph.initializer})
+    for name, shape in inputs.items():
+        w.act[name] = name
+        w.names.add(name)
+        w.uses[name] = w.raw_uses[name]
+        w.shapes[name] = shape
+    return w
+
+
+def _build(w: _Walk, name: str, inputs: Mapping[str, Shape],
+           outputs: Sequence[str]) -> ComputeGraph:
+    builder = GraphBuilder(name)
+    for input_name, shape in inputs.items():
+        builder.add_input(input_name, shape)
+    extra = [f.name for f in fields(OpSpec)
+             if f.name not in ("name", "kind", "op_type", "inputs", "output_shape", "attrs")]
+    for s in w.specs.values():
+        builder.add_op(s.name, s.kind, s.op_type, s.inputs, s.output_shape, attrs=dict(s.attrs),
+                       **{k: getattr(s, k) for k in extra})
+    return builder.build([w.act[o] for o in outputs if o in w.act])
+
+
+def _visit(w: _Walk, node: onnx.NodeProto) -> None:
+    if _is_constant_like(w, node):
+        for out in filter(None, node.output):
+            w.consts[out] = node.attribute[0] if node.op_type == "Constant" else None
+        return
+    handler = _HANDLERS.get(node.op_type) if node.domain in _DEFAULT_DOMAINS else None
+    try:
+        if handler is None:
+            raise _Unsupported()
+        if handler is not _split and any(w.raw_uses[o] for o in node.output[1:] if o):
+            raise _Unsupported("its secondary outputs are used")
+        handler(w, node)
+    except _Unsupported as err:
+        if not w.allow_opaque:
+            raise UnsupportedOpError(_unsupported_message(w, node, str(err))) from err
+        _opaque(w, node)
+
+
+def _is_constant_like(w: _Walk, node: onnx.NodeProto) -> bool:
+    """True for a node that computes from constants or shapes only: it yields no op."""
+    if node.domain in _DEFAULT_DOMAINS and node.op_type in _SHAPE_OPS:
+        return True
+    return all(t in w.consts for t in _node_inputs(node))
+
+
+def _op_type_text(node: onnx.NodeProto) -> str:
+    return node.op_type if node.domain in _DEFAULT_DOMAINS else f"{node.domain}.{node.op_type}"
+
+
+def _unsupported_message(w: _Walk, node: onnx.NodeProto, why: str) -> str:
+    reason = f" ({why})" if why else ""
+    return (f"unsupported ONNX op '{_op_type_text(node)}'{reason} at node '{_label(node)}' in "
+            f"{w.where}; pass --allow-opaque to treat it as an opaque op")
+
+
+# --- walk helpers ------------------------------------------------------------------------------
+
+
+def _shape(w: _Walk, tensor: str, node: onnx.NodeProto) -> Shape:
+    try:
+        return w.shapes[tensor]
+    except KeyError:
+        raise ModelFileError(f"ONNX model {w.where}: shape inference could not determine a "
+                             f"static shape for tensor '{tensor}' at node '{_label(node)}' "
+                             f"({_op_type_text(node)})") from None
+
+
+def _value(w: _Walk, tensor: str) -> np.ndarray | None:
+    """Value of a constant tensor when it is stored in the model (not computed)."""
+    source = w.consts.get(tensor)
+    if isinstance(source, onnx.TensorProto):
+        return numpy_helper.to_array(source)
+    if isinstance(source, onnx.AttributeProto):
+        value = helper.get_attribute_value(source)
+        if isinstance(value, onnx.TensorProto):
+            return numpy_helper.to_array(value)
+        return None if isinstance(value, onnx.SparseTensorProto) else np.asarray(value)
+    return None
+
+
+def _numel(w: _Walk, tensor: str) -> int:
+    if not tensor:
+        return 0
+    if tensor in w.shapes:
+        return math.prod(w.shapes[tensor])
+    value = _value(w, tensor)
+    return 0 if value is None else int(value.size)
+
+
+def _attrs(node: onnx.NodeProto) -> dict[str, Any]:
+    def decode(v: Any) -> Any:
+        return v.decode() if isinstance(v, bytes) else v
+    return {a.name: decode(helper.get_attribute_value(a)) for a in node.attribute}
+
+
+def _input(node: onnx.NodeProto, k: int) -> str:
+    return node.input[k] if len(node.input) > k else ""
+
+
+def _data_input(w: _Walk, node: onnx.NodeProto) -> str:
+    """The first input, which must be an activation."""
+    if not node.input or node.input[0] not in w.act:
+        raise _Unsupported("its data input is a constant")
+    return node.input[0]
+
+
+def _require_constant(w: _Walk, node: onnx.NodeProto, start: int, what: str) -> None:
+    if any(t and t not in w.consts for t in node.input[start:]):
+        raise _Unsupported(f"{what} computed at run time")
+
+
+def _claim(w: _Walk, base: str) -> str:
+    name, k = base, 1
+    while name in w.names:
+        name, k = f"{base}#{k}", k + 1
+    w.names.add(name)
+    return name
+
+
+def _emit(w: _Walk, node: onnx.NodeProto, kind: OpKind, op_type: str, inputs: Sequence[str], *,
+          output: str | None = None, name: str | None = None,
+          attrs: Mapping[str, Any] | None = None, **spec_fields: Any) -> str:
+    """Add an op reading the activation tensors `inputs`; returns its name."""
+    out = output or node.output[0]
+    shape = _shape(w, out, node)
+    op_name = _claim(w, name or _label(node))
+    w.specs[op_name] = OpSpec(name=op_name, kind=kind, op_type=op_type,
+                              inputs=tuple(w.act[t] for t in inputs), output_shape=shape,
+                              attrs=freeze_attrs(attrs or {}), **spec_fields)
+    w.act[out] = op_name
+    w.uses[op_name] += w.raw_uses[out]
+    return op_name
+
+
+def _alias(w: _Walk, out: str, src: str) -> None:
+    """Make tensor `out` another name for activation `src` (the node producing it vanishes)."""
+    w.act[out] = w.act[src]
+    w.uses[w.act[src]] += w.raw_uses[out] - 1
+
+
+def _drop(w: _Walk, op_name: str) -> None:
+    for ref in w.specs.pop(op_name).inputs:
+        w.uses[ref] -= 1
+
+
+def _pair(values: Sequence[int] | None, default: int) -> tuple[int, int]:
+    if values is None:
+        return default, default
+    return int(values[0]), int(values[1])
+
+
+def _window_padding(a: Mapping[str, Any], spatial: Sequence[int], kernel: tuple[int, int],
+                    stride: tuple[int, int], dilation: tuple[int, int]) -> tuple[int, ...]:
+    """(top, left, bottom, right), with ``auto_pad`` resolved into explicit amounts."""
+    auto = a.get("auto_pad", "NOTSET")
+    if auto in ("SAME_UPPER", "SAME_LOWER"):
+        total = [max(0, (-(-i // s) - 1) * s + (k - 1) * d + 1 - i)
+                 for i, k, s, d in zip(spatial, kernel, stride, dilation, strict=True)]
+        small, big = [t // 2 for t in total], [t - t // 2 for t in total]
+        begin, end = (small, big) if auto == "SAME_UPPER" else (big, small)
+        return begin[0], begin[1], end[0], end[1]
+    if auto == "VALID":
+        return 0, 0, 0, 0
+    pads = [int(p) for p in a.get("pads", (0, 0, 0, 0))]
+    return pads[0], pads[1], pads[2], pads[3]
+
+
+# --- handlers ----------------------------------------------------------------------------------
+
+
+def _conv(w: _Walk, node: onnx.NodeProto) -> None:
+    x, weight, bias = _data_input(w, node), _input(node, 1), _input(node, 2)
+    _require_constant(w, node, 1, "weights")
+    in_shape, w_shape = _shape(w, x, node), _shape(w, weight, node)
+    if len(in_shape) != 4 or len(w_shape) != 4:
+        raise _Unsupported(f"{len(w_shape) - 2}-D convolution")
+    a = _attrs(node)
+    groups, kernel = int(a.get("group", 1)), (w_shape[2], w_shape[3])
+    stride, dilation = _pair(a.get("strides"), 1), _pair(a.get("dilations"), 1)
+    out = _shape(w, node.output[0], node)
+    op_name = _emit(
+        w, node, conv_kind(groups, in_shape[1]), "conv", [x], kernel=kernel, stride=stride,
+        padding=_window_padding(a, in_shape[2:], kernel, stride, dilation), dilation=dilation,
+        groups=groups, weight_elems=_numel(w, weight) + _numel(w, bias),
+        macs=conv_macs(out, in_shape[1], groups, kernel),
+    )
+    if not bias:
+        w.biasless.add(op_name)
+
+
+def _batchnorm(w: _Walk, node: onnx.NodeProto) -> None:
+    x = _data_input(w, node)
+    _require_constant(w, node, 1, "scale, bias, mean or variance")
+    channels = _shape(w, x, node)[1]
+    conv = w.specs.get(w.act[x])
+    if (w.fold_bn and conv is not None and conv.kind in (OpKind.CONV, OpKind.DWCONV)
+            and w.uses[conv.name] == 1):
+        added_bias = channels if conv.name in w.biasless else 0
+        w.specs[conv.name] = replace(conv, weight_elems=conv.weight_elems + added_bias)
+        w.biasless.discard(conv.name)
+        _alias(w, node.output[0], x)
+        return
+    out = _shape(w, node.output[0], node)
+    _emit(w, node, OpKind.BATCHNORM, "batchnorm", [x], weight_elems=2 * channels,
+          macs=math.prod(out))
+
+
+def _activation(w: _Walk, node: onnx.NodeProto) -> None:
+    x = _data_input(w, node)
+    _require_constant(w, node, 1, "parameters")
+    weights = sum(_numel(w, t) for t in node.input[1:])
+    op_name = _emit(w, node, OpKind.ELTWISE_UNARY, ACTIVATIONS[node.op_type.lower()], [x],
+                    weight_elems=weights)
+    gate = _gate_of(node)
+    if gate:
+        w.gates[op_name] = gate
+
+
+def _gate_of(node: onnx.NodeProto) -> str | None:
+    """The activation ``x * node(x)`` computes, if it is one (SiLU, Hardswish)."""
+    if node.op_type == "Sigmoid":
+        return "silu"
+    a = _attrs(node)
+    if (node.op_type == "HardSigmoid" and math.isclose(a.get("alpha", 0.2), 1 / 6, rel_tol=1e-5)
+            and math.isclose(a.get("beta", 0.5), 0.5)):
+        return "hardswish"
+    return None
+
+
+def _clip(w: _Walk, node: onnx.NodeProto) -> None:
+    x = _data_input(w, node)
+    _require_constant(w, node, 1, "bounds")
+    a = _attrs(node)
+    low, high = (_value(w, _input(node, k)) for k in (1, 2))
+    low = a.get("min") if low is None else low
+    high = a.get("max") if high is None else high
+    relu6 = low is not None and high is not None and np.all(low == 0) and np.all(high == 6)
+    _emit(w, node, OpKind.ELTWISE_UNARY, "relu6" if relu6 else "clip", [x])
+
+
+def _arith(w: _Walk, node: onnx.NodeProto) -> None:
+    a, b = node.input[0], node.input[1]
+    op_type = node.op_type.lower()
+    if a in w.act and b in w.act:
+        if not (op_type == "mul" and _fuse_gate(w, node, a, b)):
+            _emit(w, node, OpKind.ELTWISE_BINARY, op_type, [a, b])
+        return
+    x, const = (a, b) if a in w.act else (b, a)
+    n = _numel(w, const)
+    grows = math.prod(_shape(w, node.output[0], node)) > math.prod(_shape(w, x, node))
+    _emit(w, node, OpKind.ELTWISE_UNARY, op_type, [x], weight_elems=n if n > 1 else 0,
+          mapping=MappingType.ONE_TO_MANY if grows else None)
+
+
+def _fuse_gate(w: _Walk, node: onnx.NodeProto, a: str, b: str) -> bool:
+    """Replace ``Mul(x, gate(x))`` by one activation op; False if the operands do not fit."""
+    for x, g in ((a, b), (b, a)):
+        gate = w.specs.get(w.act[g])
+        if (gate is not None and gate.name in w.gates and gate.inputs == (w.act[x],)
+                and w.uses[gate.name] == 1):
+            _drop(w, gate.name)
+            _emit(w, node, OpKind.ELTWISE_UNARY, w.gates[gate.name], [x])
+            return True
+    return False
+
+
+def _concat(w: _Walk, node: onnx.NodeProto) -> None:
+    tensors = [t for t in node.input if t in w.act]
+    weights = sum(_numel(w, t) for t in node.input if t in w.consts)
+    _emit(w, node, OpKind.CONCAT, "concat", tensors, weight_elems=weights)
+
+
+def _split(w: _Walk, node: onnx.NodeProto) -> None:
+    x = _data_input(w, node)
+    _require_constant(w, node, 1, "split sizes")
+    for k, out in enumerate(node.output):
+        if not out or not w.raw_uses[out]:
+            continue
+        if _shape(w, out, node) == _shape(w, x, node):
+            _alias(w, out, x)
+        else:
+            _emit(w, node, OpKind.SLICE, "slice", [x], output=out, name=f"{_label(node)}:{k}")
+
+
+def _slice(w: _Walk, node: onnx.NodeProto) -> None:
+    x = _data_input(w, node)
+    _require_constant(w, node, 1, "indices")
+    if _shape(w, node.output[0], node) == _shape(w, x, node):
+        _alias(w, node.output[0], x)
+    else:
+        _emit(w, node, OpKind.SLICE, "slice", [x])
+
+
+def _pool(w: _Walk, node: onnx.NodeProto) -> None:
+    x = _data_input(w, node)
+    in_shape = _shape(w, x, node)
+    if len(in_shape) != 4:
+        raise _Unsupported(f"{len(in_shape) - 2}-D pooling")
+    a = _attrs(node)
+    kernel, stride = _pair(a.get("kernel_shape"), 1), _pair(a.get("strides"), 1)
+    dilation = _pair(a.get("dilations"), 1)
+    padding = _window_padding(a, in_shape[2:], kernel, stride, dilation)
+    if is_identity_window(kernel, stride, padding):
+        _alias(w, node.output[0], x)
+        return
+    _emit(w, node, OpKind.POOL, "max" if node.op_type == "MaxPool" else "avg", [x],
+          kernel=kernel, stride=stride, padding=padding, dilation=dilation,
+          attrs={"ceil_mode": bool(a.get("ceil_mode", 0))})
+
+
+def _global_pool_op(w: _Walk, node: onnx.NodeProto, x: str, op_type: str) -> None:
+    in_shape = _shape(w, x, node)
+    if len(in_shape) != 4:
+        raise _Unsupported(f"global pooling of a rank-{len(in_shape)} tensor")
+    window = (in_shape[2], in_shape[3])
+    _emit(w, node, OpKind.GLOBAL_POOL, op_type, [x], kernel=window, stride=window)
+
+
+def _global_pool(w: _Walk, node: onnx.NodeProto) -> None:
+    op_type = "max" if node.op_type == "GlobalMaxPool" else "avg"
+    _global_pool_op(w, node, _data_input(w, node), op_type)
+
+
+def _reduce(w: _Walk, node: onnx.NodeProto) -> None:
+    x = _data_input(w, node)
+    _require_constant(w, node, 1, "axes")
+    a = _attrs(node)
+    axes = a.get("axes")
+    if axes is None and _input(node, 1):
+        axes = _value(w, node.input[1])
+        if axes is None:
+            raise _Unsupported("axes computed at run time")
+    rank = len(_shape(w, x, node))
+    reduced = sorted(int(ax) % rank for ax in np.ravel(axes)) if axes is not None else []
+    if rank != 4 or reduced != [2, 3]:
+        raise _Unsupported(f"reduction over axes {reduced or 'all'} of a rank-{rank} tensor")
+    _global_pool_op(w, node, x, "max" if node.op_type == "ReduceMax" else "avg")
+
+
+def _gemm(w: _Walk, node: onnx.NodeProto) -> None:
+    x = _data_input(w, node)
+    _require_constant(w, node, 1, "weights")
+    a_shape = _shape(w, x, node)
+    in_features = a_shape[0] if _attrs(node).get("transA", 0) else a_shape[-1]
+    out = _shape(w, node.output[0], node)
+    _emit(w, node, OpKind.LINEAR, "linear", [x],
+          weight_elems=_numel(w, node.input[1]) + _numel(w, _input(node, 2)),
+          macs=linear_macs(out, in_features))
+
+
+def _matmul(w: _Walk, node: onnx.NodeProto) -> None:
+    x = _data_input(w, node)
+    if node.input[1] in w.act:
+        raise _Unsupported("both operands are activations")
+    out = _shape(w, node.output[0], node)
+    _emit(w, node, OpKind.LINEAR, "linear", [x], weight_elems=_numel(w, node.input[1]),
+          macs=linear_macs(out, _shape(w, x, node)[-1]))
+
+
+def _reshape(w: _Walk, node: onnx.NodeProto) -> None:
+    x = _data_input(w, node)
+    _require_constant(w, node, 1, "target shape")
+    if _shape(w, node.output[0], node) == _shape(w, x, node):
+        _alias(w, node.output[0], x)
+        return
+    _emit(w, node, OpKind.RESHAPE, node.op_type.lower(), [x])
+
+
+def _transpose(w: _Walk, node: onnx.NodeProto) -> None:
+    x = _data_input(w, node)
+    perm = _attrs(node).get("perm")
+    if perm is not None and list(perm) == sorted(perm):
+        _alias(w, node.output[0], x)
+        return
+    _emit(w, node, OpKind.TRANSPOSE, "transpose", [x])
+
+
+def _resize(w: _Walk, node: onnx.NodeProto) -> None:
+    x = _data_input(w, node)
+    _require_constant(w, node, 1, "scales or sizes")
+    mode = _attrs(node).get("mode", "nearest")
+    if len(_shape(w, x, node)) == 4:  # torch's names for the 2-D modes, as from_torch reports
+        mode = {"linear": "bilinear", "cubic": "bicubic"}.get(mode, mode)
+    _emit(w, node, OpKind.RESIZE, "resize", [x], attrs={"mode": mode})
+
+
+def _pad(w: _Walk, node: onnx.NodeProto) -> None:
+    x = _data_input(w, node)
+    _require_constant(w, node, 1, "pads")
+    pads = _value(w, _input(node, 1)) if _input(node, 1) else _attrs(node).get("pads")
+    axes = _value(w, _input(node, 3)) if _input(node, 3) else None
+    if pads is None or (_input(node, 3) and axes is None):
+        raise _Unsupported("pads computed from other constants")
+    padding = _spatial_pads([int(p) for p in np.ravel(pads)], axes, len(_shape(w, x, node)))
+    _emit(w, node, OpKind.PAD, "pad", [x], padding=padding)
+
+
+def _spatial_pads(pads: Sequence[int], axes: np.ndarray | None,
+                  rank: int) -> tuple[int, int, int, int]:
+    """(top, left, bottom, right) of an ONNX ``[begin..., end...]`` list over `axes`."""
+    chosen = [int(ax) % rank for ax in np.ravel(axes)] if axes is not None else range(rank)
+    begin, end = [0] * rank, [0] * rank
+    for j, ax in enumerate(chosen):
+        begin[ax], end[ax] = pads[j], pads[len(chosen) + j]
+    return begin[-2], begin[-1], end[-2], end[-1]
+
+
+def _softmax(w: _Walk, node: onnx.NodeProto) -> None:
+    _emit(w, node, OpKind.SOFTMAX, "softmax", [_data_input(w, node)])
+
+
+def _forward(w: _Walk, node: onnx.NodeProto) -> None:
+    _alias(w, node.output[0], _data_input(w, node))
+
+
+def _opaque(w: _Walk, node: onnx.NodeProto) -> None:
+    """Import a node as an OPAQUE op (plus one per further output that is read)."""
+    tensors = [t for t in _node_inputs(node) if t in w.act]
+    weights = sum(_numel(w, t) for t in node.input if t in w.consts)
+    op_type = _op_type_text(node).lower()
+    op_name = _emit(w, node, OpKind.OPAQUE, op_type, tensors, weight_elems=weights)
+    for k, out in enumerate(node.output[1:], start=1):
+        if out and w.raw_uses[out]:
+            _emit(w, node, OpKind.OPAQUE, op_type, [node.output[0]], output=out,
+                  name=f"{op_name}:{k}")
+    w.opaque.append(f"{_op_type_text(node)} at node '{_label(node)}'")
+
+
+_ACTIVATION_OPS = ("Relu", "HardSwish", "HardSigmoid", "Sigmoid", "Tanh", "LeakyRelu", "Elu",
+                   "Selu", "Gelu", "Erf", "Exp", "Log", "Sqrt", "Neg", "Abs", "Reciprocal",
+                   "Softplus", "PRelu", "Mish", "Swish")
+_HANDLERS: dict[str, Callable[[_Walk, onnx.NodeProto], None]] = {
+    "Conv": _conv, "BatchNormalization": _batchnorm, "Clip": _clip,
+    **dict.fromkeys(_ACTIVATION_OPS, _activation),
+    **dict.fromkeys(("Add", "Sub", "Mul", "Div", "Pow"), _arith),
+    "Concat": _concat, "Split": _split, "Slice": _slice, "Gather": _slice,
+    "MaxPool": _pool, "AveragePool": _pool,
+    "GlobalAveragePool": _global_pool, "GlobalMaxPool": _global_pool,
+    "ReduceMean": _reduce, "ReduceMax": _reduce, "Gemm": _gemm, "MatMul": _matmul,
+    **dict.fromkeys(("Flatten", "Reshape", "Squeeze", "Unsqueeze"), _reshape),
+    "Transpose": _transpose, "Resize": _resize, "Upsample": _resize, "Pad": _pad,
+    "Softmax": _softmax, "LogSoftmax": _softmax,
+    **dict.fromkeys(("Identity", "Dropout", "Cast"), _forward),
+}
