@@ -8,8 +8,9 @@ windows, same-shape reshapes), a BatchNormalization folded into the convolution 
 the gates ``Mul(x, Sigmoid(x))`` and ``Mul(x, HardSigmoid(x))`` that exporters emit for SiLU and
 Hardswish, which become one ``silu`` / ``hardswish`` op as `from_torch` produces them.
 
-The model is loaded here, so it is a private object: the importer sorts its nodes and sets its
-input dimensions in place before shape inference; the file is never modified.
+Shape inference runs on a light copy of the model (nodes sorted, inputs fixed, large weights
+reduced to their dimensions), so its cost does not grow with the weights and models over
+protobuf's 2 GB limit (stored with external data) import too.
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ from simulator.workload.ops import (
 __all__ = ["from_onnx"]
 
 MIN_OPSET = 11
+_STUB_ELEMS = 1024  # shape inference sees larger initializers as dimensions only
 _DEFAULT_DOMAINS = ("", "ai.onnx")
 _SHAPE_OPS = frozenset({"Shape", "Size"})  # their output depends on shapes only, never on data
 _ConstSource = onnx.TensorProto | onnx.AttributeProto | None  # where a constant's value is kept
@@ -87,12 +89,12 @@ def from_onnx(path: str | os.PathLike[str], input_shape: Sequence[int] | None = 
     where = str(path)
     wanted = None if input_shape is None else _check_input_shape(input_shape)
     model = _load(where)
-    opset = _opset(model, where)
-    _set_nodes(model.graph, _topological_nodes(model.graph, where))
+    _check_opset(model, where)
+    order = _node_order(model.graph, where)
     inputs = _resolve_inputs(model.graph, wanted, where)
-    _set_input_dims(model.graph, inputs)
-    graph = _infer_shapes(model, where).graph
-    walk = _start_walk(graph, inputs, where, opset, fold_bn=fold_bn, allow_opaque=allow_opaque)
+    graph = _infer_shapes(_shape_model(model, order, inputs), where).graph
+    walk = _start_walk(graph, model.graph.initializer, inputs, where, fold_bn=fold_bn,
+                       allow_opaque=allow_opaque)
     for node in graph.node:
         _visit(walk, node)
     result = _build(walk, name or Path(where).stem, inputs, [o.name for o in graph.output])
@@ -143,7 +145,7 @@ def _first_line(err: BaseException) -> str:
     return text.splitlines()[0] if text else type(err).__name__
 
 
-def _opset(model: onnx.ModelProto, where: str) -> int:
+def _check_opset(model: onnx.ModelProto, where: str) -> None:
     versions = [o.version for o in model.opset_import if o.domain in _DEFAULT_DOMAINS]
     if not versions:
         raise ModelFileError(f"ONNX model {where} declares no ai.onnx opset")
@@ -151,7 +153,44 @@ def _opset(model: onnx.ModelProto, where: str) -> int:
         raise ModelFileError(f"ONNX model {where} uses opset {versions[0]}, older than the "
                              f"oldest supported ({MIN_OPSET}); re-export it with a newer "
                              "opset or convert it with onnx.version_converter")
-    return versions[0]
+
+
+def _shape_model(model: onnx.ModelProto, order: Sequence[int],
+                 inputs: Mapping[str, Shape]) -> onnx.ModelProto:
+    """A light copy of `model` for shape inference.
+
+    Its nodes are in `order`, its network inputs have the static `inputs` shapes, and
+    initializers over `_STUB_ELEMS` elements keep only their dimensions: shape inference reads the
+    values of small constants (shapes, axes) only.
+    """
+    source = model.graph
+    graph = helper.make_graph(
+        [source.node[k] for k in order], source.name,
+        [_with_dims(v, inputs[v.name]) if v.name in inputs else v for v in source.input],
+        list(source.output), [_stub(t) for t in source.initializer],
+        value_info=list(source.value_info),
+    )
+    graph.sparse_initializer.extend(source.sparse_initializer)
+    light = onnx.ModelProto(ir_version=model.ir_version, graph=graph)
+    light.opset_import.extend(model.opset_import)
+    light.functions.extend(model.functions)
+    return light
+
+
+def _with_dims(value: onnx.ValueInfoProto, dims: Shape) -> onnx.ValueInfoProto:
+    fixed = onnx.ValueInfoProto()
+    fixed.CopyFrom(value)
+    shape = fixed.type.tensor_type.shape
+    del shape.dim[:]
+    for d in dims:
+        shape.dim.add().dim_value = d
+    return fixed
+
+
+def _stub(tensor: onnx.TensorProto) -> onnx.TensorProto:
+    if math.prod(tensor.dims) <= _STUB_ELEMS:
+        return tensor
+    return onnx.TensorProto(name=tensor.name, data_type=tensor.data_type, dims=tensor.dims)
 
 
 def _infer_shapes(model: onnx.ModelProto, where: str) -> onnx.ModelProto:
@@ -188,13 +227,17 @@ def _node_inputs(node: onnx.NodeProto) -> list[str]:
     return list(dict.fromkeys([t for t in node.input if t] + implicit))
 
 
+def _initializer_names(graph: onnx.GraphProto) -> set[str]:
+    return {t.name for t in graph.initializer} | {t.values.name for t in graph.sparse_initializer}
+
+
 def _label(node: onnx.NodeProto) -> str:
     return node.name or (node.output[0] if node.output else node.op_type)
 
 
-def _topological_nodes(graph: onnx.GraphProto, where: str) -> list[onnx.NodeProto]:
-    """Nodes in a topological order (stable); raises `GraphError` naming a cycle."""
-    available = {v.name for v in graph.input} | {t.name for t in graph.initializer}
+def _node_order(graph: onnx.GraphProto, where: str) -> list[int]:
+    """Node indices in a topological order (stable); raises `GraphError` naming a cycle."""
+    available = {v.name for v in graph.input} | _initializer_names(graph)
     producer: dict[str, int] = {}
     for k, node in enumerate(graph.node):
         for out in filter(None, node.output):
@@ -212,17 +255,11 @@ def _topological_nodes(graph: onnx.GraphProto, where: str) -> list[onnx.NodeProt
                 raise ModelFileError(f"ONNX model {where}: node '{_label(node)}' reads "
                                      f"tensor '{t}', which no node, input or initializer holds")
     try:
-        return [graph.node[k] for k in nx.lexicographical_topological_sort(g)]
+        return list(nx.lexicographical_topological_sort(g))
     except nx.NetworkXUnfeasible:
         cycle = [_label(graph.node[a]) for a, _ in nx.find_cycle(g)]
         raise GraphError(f"ONNX model {where} has a cycle: "
                          f"{' -> '.join([*cycle, cycle[0]])}") from None
-
-
-def _set_nodes(graph: onnx.GraphProto, nodes: list[onnx.NodeProto]) -> None:
-    ordered = [onnx.NodeProto.FromString(n.SerializeToString()) for n in nodes]
-    del graph.node[:]
-    graph.node.extend(ordered)
 
 
 # --- network inputs ----------------------------------------------------------------------------
@@ -233,7 +270,7 @@ Dims = tuple[int | str, ...]  # declared dims: an int when static, the symbol (o
 
 def _real_inputs(graph: onnx.GraphProto) -> list[onnx.ValueInfoProto]:
     """Graph inputs that are not initializers (old exporters list weights as inputs)."""
-    weights = {t.name for t in graph.initializer}
+    weights = _initializer_names(graph)
     return [v for v in graph.input if v.name not in weights]
 
 
@@ -289,15 +326,6 @@ def _other_input_shape(name: str, dims: Dims | None, batch: int, where: str) -> 
     return tuple(d if isinstance(d, int) else batch for d in dims)
 
 
-def _set_input_dims(graph: onnx.GraphProto, shapes: Mapping[str, Shape]) -> None:
-    for value in graph.input:
-        if value.name in shapes:
-            shape = value.type.tensor_type.shape
-            del shape.dim[:]
-            for d in shapes[value.name]:
-                shape.dim.add().dim_value = d
-
-
 # --- the walk ----------------------------------------------------------------------------------
 
 
@@ -307,7 +335,6 @@ class _Walk:
 
     Attributes:
         where: The model path, for messages.
-        opset: The ai.onnx opset version.
         fold_bn, allow_opaque: The import options.
         shapes: Static shape of every tensor shape inference resolved (and every initializer).
         raw_uses: Readers of each ONNX tensor (node inputs plus graph outputs).
@@ -322,7 +349,6 @@ class _Walk:
     """
 
     where: str
-    opset: int
     fold_bn: bool
     allow_opaque: bool
     shapes: dict[str, Shape]
@@ -339,6 +365,8 @@ class _Walk:
 
 def _static_shapes(graph: onnx.GraphProto) -> dict[str, Shape]:
     shapes = {t.name: tuple(int(d) for d in t.dims) for t in graph.initializer}
+    shapes.update((t.values.name, tuple(int(d) for d in t.dims))
+                  for t in graph.sparse_initializer)
     for value in (*graph.input, *graph.value_info, *graph.output):
         tensor = value.type.tensor_type
         if (value.type.HasField("tensor_type") and tensor.HasField("shape")
@@ -354,11 +382,14 @@ def _reader_counts(graph: onnx.GraphProto) -> Counter[str]:
     return counts
 
 
-def _start_walk(graph: onnx.GraphProto, inputs: Mapping[str, Shape], where: str, opset: int, *,
-                fold_bn: bool, allow_opaque: bool) -> _Walk:
-    w = _Walk(where=where, opset=opset, fold_bn=fold_bn, allow_opaque=allow_opaque,
+def _start_walk(graph: onnx.GraphProto, initializers: Sequence[onnx.TensorProto],
+                inputs: Mapping[str, Shape], where: str, *, fold_bn: bool,
+                allow_opaque: bool) -> _Walk:
+    """Walk state for the shape-inferred `graph`; `initializers` hold the weights' values."""
+    w = _Walk(where=where, fold_bn=fold_bn, allow_opaque=allow_opaque,
               shapes=_static_shapes(graph), raw_uses=_reader_counts(graph),
-              consts={t.name: t for t in graph.initializer})
+              consts={t.name: t for t in initializers})
+    w.consts.update((t.values.name, None) for t in graph.sparse_initializer)
     for name, shape in inputs.items():
         w.act[name] = name
         w.names.add(name)
@@ -780,12 +811,17 @@ def _opaque(w: _Walk, node: onnx.NodeProto) -> None:
     tensors = [t for t in _node_inputs(node) if t in w.act]
     weights = sum(_numel(w, t) for t in node.input if t in w.consts)
     op_type = _op_type_text(node).lower()
-    op_name = _emit(w, node, OpKind.OPAQUE, op_type, tensors, weight_elems=weights)
-    for k, out in enumerate(node.output[1:], start=1):
-        if out and w.raw_uses[out]:
-            _emit(w, node, OpKind.OPAQUE, op_type, [node.output[0]], output=out,
-                  name=f"{op_name}:{k}")
     w.opaque.append(f"{_op_type_text(node)} at node '{_label(node)}'")
+    outputs = [(k, out) for k, out in enumerate(node.output) if out]
+    if not outputs:
+        return
+    first, *others = outputs
+    op_name = _emit(w, node, OpKind.OPAQUE, op_type, tensors, output=first[1],
+                    weight_elems=weights)
+    for k, out in others:
+        if w.raw_uses[out]:
+            _emit(w, node, OpKind.OPAQUE, op_type, [first[1]], output=out,
+                  name=f"{op_name}:{k}")
 
 
 _ACTIVATION_OPS = ("Relu", "HardSwish", "HardSigmoid", "Sigmoid", "Tanh", "LeakyRelu", "Elu",
