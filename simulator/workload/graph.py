@@ -292,6 +292,13 @@ class ComputeGraph:
                 raise GraphError(f"op {op.name!r}: input shape {tuple(shape)} does not match "
                                  f"the producer's output shape {tuple(expected)}")
 
+    def __hash__(self) -> int:
+        return self._hash
+
+    @cached_property
+    def _hash(self) -> int:  # graphs key the cost-model caches: hash the big tuple once
+        return hash((self.name, self.ops, self.input_shapes, self.outputs, self.input_names))
+
     # --- basic access -------------------------------------------------------------------
 
     def __len__(self) -> int:
