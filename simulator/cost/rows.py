@@ -1,0 +1,74 @@
+"""Row dependencies: which rows of each input an op needs to produce each of its output rows.
+
+Both row-streaming (LBDF) and tiled (BRR) execution reason about tensors as stacks of rows
+(height H; a row is N x C x W elements). A tensor of rank other than 4 is a single row. For op
+`o` and input slot `i`, ``lo[r]`` and ``hi[r]`` bound the input rows that output row `r` reads;
+both arrays are non-decreasing. Ops whose output does not keep the rows of their input
+(global pooling, flatten, linear on a feature map, softmax, opaque ops) read the whole input
+for their single output row. The arrays depend on the op alone, so they are computed once per
+graph and shared.
+"""
+
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+
+import numpy as np
+
+from simulator.workload.graph import ComputeGraph, Op, OpKind, Shape
+
+__all__ = ["RowDeps", "height", "row_deps", "row_elems"]
+
+_WINDOWED = {OpKind.CONV, OpKind.DWCONV, OpKind.POOL}
+
+
+def height(shape: Shape) -> int:
+    """Rows of a tensor: H of an N,C,H,W tensor, 1 for any other rank."""
+    return int(shape[2]) if len(shape) == 4 else 1
+
+
+def row_elems(shape: Shape) -> int:
+    """Elements of one row."""
+    return math.prod(shape) // height(shape)
+
+
+class RowDeps:
+    """Per-op, per-input-slot row dependency arrays of one graph."""
+
+    def __init__(self, graph: ComputeGraph) -> None:
+        self.graph = graph
+        self.lo: list[tuple[np.ndarray, ...]] = []
+        self.hi: list[tuple[np.ndarray, ...]] = []
+        for op in graph:
+            pairs = [_slot_rows(op, k) for k in range(len(op.inputs))]
+            self.lo.append(tuple(p[0] for p in pairs))
+            self.hi.append(tuple(p[1] for p in pairs))
+        self.heights = np.array([height(op.output_shape) for op in graph], dtype=np.int64)
+        self.row_elems = np.array([row_elems(op.output_shape) for op in graph], dtype=np.int64)
+
+
+@lru_cache(maxsize=64)
+def row_deps(graph: ComputeGraph) -> RowDeps:
+    """The (cached) row dependencies of `graph`."""
+    return RowDeps(graph)
+
+
+def _slot_rows(op: Op, k: int) -> tuple[np.ndarray, np.ndarray]:
+    h_in, h_out = height(op.input_shapes[k]), height(op.output_shape)
+    r = np.arange(h_out, dtype=np.int64)
+    if len(op.output_shape) != 4 or len(op.input_shapes[k]) != 4 \
+            or op.kind in (OpKind.GLOBAL_POOL, OpKind.OPAQUE, OpKind.SOFTMAX, OpKind.LINEAR):
+        lo, hi = np.zeros_like(r), np.full_like(r, h_in - 1)
+    elif op.kind in _WINDOWED and not op.attr("adaptive", False):
+        lo = r * op.stride[0] - op.padding[0]
+        hi = lo + op.dilation[0] * (op.kernel[0] - 1)
+    elif op.kind is OpKind.PAD:
+        lo = hi = r - op.padding[0]
+    elif op.kind is OpKind.RESIZE:
+        lo = (r * h_in) // h_out - 1  # covers nearest and (bi)linear interpolation
+        hi = ((r + 1) * h_in - 1) // h_out + 1
+    else:  # elementwise, concat, slice, adaptive pooling, same-rank transposes
+        lo = (r * h_in) // h_out
+        hi = ((r + 1) * h_in - 1) // h_out
+    return np.clip(lo, 0, h_in - 1), np.clip(hi, 0, h_in - 1)

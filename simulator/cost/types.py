@@ -1,0 +1,136 @@
+"""Result types of the cost models and the cycle/energy arithmetic they share.
+
+A cost model is a pure function ``group_cost(graph, ops, hw) -> GroupCost`` (see
+`simulator.cost.SCHEMES`). Cycles and energy are derived from a group's traffic and MACs the
+same way for every dataflow (`timing`), so dataflows differ only in what they move and hold.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+from simulator.workload.graph import ComputeGraph
+
+if TYPE_CHECKING:
+    from simulator.hw import HardwareConfig
+
+__all__ = ["GroupCost", "GroupCostFn", "Timing", "timing"]
+
+
+@dataclass(frozen=True, slots=True)
+class Timing:
+    """Analytic cycles and energy of a group (roofline with overlapped transfers).
+
+    Attributes:
+        compute_cycles: ceil(MACs / MACs per cycle).
+        dram_cycles: ceil(DRAM bytes / DRAM bandwidth) + one DRAM access latency.
+        cycles: max(compute, DRAM): double-buffered transfers overlap compute.
+        energy_dram_pj, energy_buffer_pj, energy_mac_pj: energy by component.
+    """
+
+    compute_cycles: int
+    dram_cycles: int
+    cycles: int
+    energy_dram_pj: float
+    energy_buffer_pj: float
+    energy_mac_pj: float
+
+    @property
+    def bound(self) -> str:
+        """"compute" or "dram": which side sets the group's cycles."""
+        return "compute" if self.compute_cycles >= self.dram_cycles else "dram"
+
+    @property
+    def energy_pj(self) -> float:
+        """Total energy."""
+        return self.energy_dram_pj + self.energy_buffer_pj + self.energy_mac_pj
+
+
+def timing(dram_bytes: int, buffer_traffic_bytes: int, macs: int, hw: HardwareConfig) -> Timing:
+    """Cycles and energy of moving `dram_bytes`, touching the buffer and computing `macs`."""
+    compute = math.ceil(macs / hw.macs_per_cycle)
+    dram = math.ceil(dram_bytes / hw.dram_bandwidth) + (hw.dram_latency if dram_bytes else 0)
+    return Timing(
+        compute_cycles=compute,
+        dram_cycles=dram,
+        cycles=max(compute, dram),
+        energy_dram_pj=dram_bytes * hw.energy_dram_pj_per_byte,
+        energy_buffer_pj=buffer_traffic_bytes * hw.energy_buffer_pj_per_byte,
+        energy_mac_pj=macs * hw.energy_mac_pj,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class GroupCost:
+    """F_beta, F_D, cycles and energy of one fusion group under one dataflow.
+
+    Attributes:
+        scheme: "lbdf", "brr" or "lbl".
+        ops: The group's op ids, ascending.
+        buffer_bytes: F_beta, the on-chip buffer the group needs.
+        weight_buffer_bytes: Part of F_beta holding weights.
+        dram_act_read: Activation bytes read from DRAM (tensors entering the group; BRR
+            re-reads halo rows).
+        dram_weight_read: Weight bytes read from DRAM (BRR streaming reads them once per tile).
+        dram_write: Bytes written to DRAM (tensors leaving the group or network outputs).
+        macs: MACs executed (BRR recomputes halo rows of intermediate tensors).
+        fits: True if F_beta <= buffer and the dataflow can run the group.
+        reason: Why the group does not fit ("" when it does).
+        tiles: Row tiles (BRR); 1 otherwise.
+        weights_streamed: BRR streams weights per tile instead of keeping them resident.
+        timing: Cycles and energy.
+    """
+
+    scheme: str
+    ops: tuple[int, ...]
+    buffer_bytes: int
+    weight_buffer_bytes: int
+    dram_act_read: int
+    dram_weight_read: int
+    dram_write: int
+    macs: int
+    fits: bool
+    reason: str
+    timing: Timing
+    tiles: int = 1
+    weights_streamed: bool = False
+
+    @property
+    def dram_bytes(self) -> int:
+        """F_D: all DRAM traffic of the group."""
+        return self.dram_act_read + self.dram_weight_read + self.dram_write
+
+    @property
+    def dram_read(self) -> int:
+        """DRAM bytes read (activations and weights)."""
+        return self.dram_act_read + self.dram_weight_read
+
+    def to_dict(self, graph: ComputeGraph | None = None) -> dict[str, Any]:
+        """JSON-ready dict (stable keys, documented in the README)."""
+        d: dict[str, Any] = {
+            "ops": [graph[o].name for o in self.ops] if graph is not None else list(self.ops),
+            "buffer_bytes": self.buffer_bytes,
+            "weight_buffer_bytes": self.weight_buffer_bytes,
+            "dram_bytes": self.dram_bytes,
+            "dram_act_read": self.dram_act_read,
+            "dram_weight_read": self.dram_weight_read,
+            "dram_write": self.dram_write,
+            "macs": self.macs,
+            "cycles": self.timing.cycles,
+            "bound": self.timing.bound,
+            "energy_pj": self.timing.energy_pj,
+            "fits": self.fits,
+            "reason": self.reason,
+        }
+        if self.scheme == "brr":
+            d.update(tiles=self.tiles, weights_streamed=self.weights_streamed)
+        return d
+
+
+class GroupCostFn(Protocol):
+    """A cost model: the cost of running `ops` of `graph` as one group on `hw`."""
+
+    def __call__(self, graph: ComputeGraph, ops: tuple[int, ...],
+                 hw: HardwareConfig) -> GroupCost: ...

@@ -1,0 +1,628 @@
+"""Hardware configurations: the immutable `HardwareConfig` and its validated YAML loader.
+
+A hardware description is a YAML mapping with these keys (units fixed, so sweeps compare):
+
+=====================  ========  ==========================================================
+key                    required  meaning
+=====================  ========  ==========================================================
+``name``               no        identifier (defaults to the file name without ``.yaml``)
+``description``        no        free text
+``source``             no        citation of the figures
+``buffer``             yes       on-chip buffer capacity: bytes or a size string, ``256KiB``
+``dtype_bytes``        no        bytes per tensor element: 1, 2, 4 or 8 (default 1, int8)
+``dram_bandwidth``     yes       off-chip bytes per cycle (> 0)
+``dram_latency``       yes       cycles before a DRAM access/burst starts delivering (>= 0)
+``clock``              yes       Hz: ``1e9``, ``700e6``, ``1GHz``, ``700MHz``, ``200 MHz``
+``macs_per_cycle``     yes       PE-array throughput (> 0)
+``buffer_bandwidth``   yes       on-chip buffer bytes per cycle (> 0)
+``energy``             yes       mapping of ``dram_pj_per_byte``, ``buffer_pj_per_byte`` and
+                                 ``mac_pj`` (each >= 0, so a term can be switched off)
+=====================  ========  ==========================================================
+
+Unknown keys are rejected (with a suggestion), and every error is one line naming the file,
+the key and the offending value. Overrides (``load_hw(spec, {"buffer": "128KiB"})`` or
+`HardwareConfig.with_overrides`) use the same key names, or the `HardwareConfig` field names
+(``buffer_bytes=131072``), or ``energy.mac_pj`` for one energy figure; they are validated the
+same way and errors name the override.
+
+Presets are the YAML files in the repository's top-level ``hwconfigs/`` folder, found at
+``Path(__file__).resolve().parents[1] / "hwconfigs"``. They are not package data (the
+distribution ships only the Python packages), so they are available from a source checkout
+and from the editable install the project uses (``pip install -e .``); a non-editable install
+has no presets and `load_hw` then takes paths only.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import math
+import os
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from decimal import Decimal
+from pathlib import Path
+from typing import Annotated, Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, PlainValidator, ValidationError
+
+from simulator.errors import InputError
+
+__all__ = [
+    "PRESET_DIR",
+    "HardwareConfig",
+    "HardwareConfigError",
+    "list_presets",
+    "load_hw",
+    "parse_size",
+]
+
+PRESET_DIR = Path(__file__).resolve().parents[1] / "hwconfigs"
+
+_NUMBER_UNIT = re.compile(
+    r"\s*(?P<num>[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?)\s*(?P<unit>[A-Za-z]*)\s*"
+)
+_SIZE_UNIT = re.compile(r"(?:(?P<prefix>[kKmMgG])[iI]?)?B")
+_SIZE_PREFIX_POWER = {"k": 1, "m": 2, "g": 3}
+_CLOCK_UNITS = {"": 1.0, "hz": 1.0, "khz": 1e3, "mhz": 1e6, "ghz": 1e9}
+_DTYPE_BYTES = (1, 2, 4, 8)
+_MIN_CLOCK_HZ = 1e3
+
+
+class HardwareConfigError(InputError):
+    """A hardware description (file, preset name, override or size) that is not valid."""
+
+
+# --- value checks: each returns the normalised value or raises ValueError(reason) -----------
+
+
+def _real(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError("must be a number")
+    try:
+        number = float(value)
+    except OverflowError:
+        number = math.inf
+    if not math.isfinite(number):
+        raise ValueError("must be finite")
+    return number
+
+
+def _positive(value: Any) -> float:
+    number = _real(value)
+    if number <= 0:
+        raise ValueError("must be positive")
+    return number
+
+
+def _non_negative(value: Any) -> float:
+    number = _real(value)
+    if number < 0:
+        raise ValueError("must not be negative")
+    return number
+
+
+def _whole(value: Any) -> int:
+    number = _real(value)
+    if not number.is_integer():
+        raise ValueError("must be a whole number")
+    return value if isinstance(value, int) else int(number)
+
+
+def _positive_int(value: Any) -> int:
+    number = _whole(value)
+    if number <= 0:
+        raise ValueError("must be positive")
+    return number
+
+
+def _non_negative_int(value: Any) -> int:
+    number = _whole(value)
+    if number < 0:
+        raise ValueError("must not be negative")
+    return number
+
+
+def _dtype_bytes(value: Any) -> int:
+    number = _positive_int(value)
+    if number not in _DTYPE_BYTES:
+        raise ValueError("must be 1, 2, 4 or 8 (bytes per element, not bits)")
+    return number
+
+
+def _text(value: Any) -> str:
+    if not isinstance(value, str):
+        raise ValueError("must be a string (quote it)")
+    return value
+
+
+def _name(value: Any) -> str:
+    if not _text(value).strip():
+        raise ValueError("must not be empty")
+    return value
+
+
+def _clock_number(value: Any) -> float:
+    hz = _positive(value)
+    if hz < _MIN_CLOCK_HZ:
+        raise ValueError(f"{hz:g} Hz is implausibly low: the clock is in Hz (e.g. '{hz:g}MHz')")
+    return hz
+
+
+def _clock(value: Any) -> float:
+    """Clock in Hz from a number or a string with an optional Hz/kHz/MHz/GHz unit."""
+    if not isinstance(value, str):
+        return _clock_number(value)
+    match = _NUMBER_UNIT.fullmatch(value)
+    if match is None:
+        raise ValueError("not a frequency (use e.g. 1e9, '1GHz' or '700MHz')")
+    scale = _CLOCK_UNITS.get(match["unit"].lower())
+    if scale is None:
+        raise ValueError(f"unknown clock unit {match['unit']!r} (use Hz, kHz, MHz, GHz)")
+    return _clock_number(float(match["num"]) * scale)
+
+
+def _size_multiplier(unit: str) -> int:
+    if unit == "":
+        return 1
+    match = _SIZE_UNIT.fullmatch(unit)
+    if match is None:
+        bits = " ('b' means bits; sizes are in bytes)" if unit.endswith("b") else ""
+        raise ValueError(f"unknown size unit {unit!r}{bits} (use B, KiB, MiB, GiB)")
+    prefix = match["prefix"]
+    return 1024 ** _SIZE_PREFIX_POWER[prefix.lower()] if prefix else 1
+
+
+def _size(value: Any) -> int:
+    """Bytes from an int, a whole float or a size string; see `parse_size`."""
+    if not isinstance(value, str):
+        return _positive_int(value)
+    match = _NUMBER_UNIT.fullmatch(value)
+    if match is None:
+        raise ValueError("not a size (use e.g. 262144, '256KiB' or '2MiB')")
+    exact = Decimal(match["num"]) * _size_multiplier(match["unit"])
+    if exact <= 0:
+        raise ValueError("must be positive")
+    if exact != exact.to_integral_value():
+        raise ValueError(f"is not a whole number of bytes ({exact.normalize():f} B)")
+    return int(exact)
+
+
+def _yaml_number(check: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """`check`, also accepting unit-less numeric strings: YAML 1.1 reads ``1e9`` as text."""
+
+    def validate(value: Any) -> Any:
+        match = _NUMBER_UNIT.fullmatch(value) if isinstance(value, str) else None
+        if match is not None and not match["unit"]:
+            value = float(match["num"])
+        return check(value)
+
+    return validate
+
+
+def parse_size(value: int | float | str) -> int:
+    """Bytes denoted by `value`.
+
+    Accepts an int (``131072``), a whole float, or a string of a number and an optional unit:
+    ``B``, ``KiB``, ``MiB``, ``GiB``. ``KB``/``kB``, ``MB`` and ``GB`` are read as binary
+    (1024-based, the JEDEC convention for memories), because architects writing "128 KB" of
+    SRAM mean 131072 bytes. Fractions are allowed when the result is whole (``1.5MiB``).
+    A lower-case ``b`` (bits) is rejected.
+
+    Args:
+        value: The size to parse.
+
+    Returns:
+        The size in bytes, a positive int.
+
+    Raises:
+        HardwareConfigError: For zero, negative or fractional byte counts, unknown units or a
+            value that is not a size; the message quotes `value`.
+    """
+    try:
+        return _size(value)
+    except ValueError as err:
+        raise HardwareConfigError(f"size {value!r}: {err}") from err
+
+
+# --- the value ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HardwareConfig:
+    """One accelerator's parameters: immutable and hashable (cost-model caches key on it).
+
+    Construct it with `load_hw` from YAML; direct (keyword-only) construction checks the same
+    ranges.
+
+    Attributes:
+        name: Identifier shown in reports.
+        buffer_bytes: On-chip buffer capacity in bytes.
+        dtype_bytes: Bytes per tensor element (1 for int8).
+        dram_bandwidth: Off-chip bandwidth in bytes per cycle.
+        dram_latency: Cycles before a DRAM access or burst starts delivering data.
+        clock_hz: Clock frequency in Hz.
+        macs_per_cycle: Multiply-accumulates the PE array completes per cycle.
+        buffer_bandwidth: On-chip buffer bandwidth in bytes per cycle.
+        energy_dram_pj_per_byte: DRAM access energy in pJ per byte.
+        energy_buffer_pj_per_byte: On-chip buffer access energy in pJ per byte.
+        energy_mac_pj: Energy of one multiply-accumulate in pJ.
+        description: Free text.
+        source: Citation of the figures.
+    """
+
+    name: str
+    buffer_bytes: int
+    dtype_bytes: int = 1
+    dram_bandwidth: float
+    dram_latency: int
+    clock_hz: float
+    macs_per_cycle: int
+    buffer_bandwidth: float
+    energy_dram_pj_per_byte: float
+    energy_buffer_pj_per_byte: float
+    energy_mac_pj: float
+    description: str = ""
+    source: str = ""
+
+    def __post_init__(self) -> None:
+        for field, check in _FIELD_CHECKS.items():
+            value = getattr(self, field)
+            try:
+                object.__setattr__(self, field, check(value))
+            except ValueError as err:
+                raise HardwareConfigError(
+                    f"HardwareConfig field {field!r} = {_show(value)}: {err}"
+                ) from err
+
+    def with_overrides(self, **fields: Any) -> HardwareConfig:
+        """A validated copy with some parameters replaced.
+
+        Args:
+            **fields: YAML key names (``buffer="128KiB"``, ``clock="1GHz"``,
+                ``energy={"mac_pj": 0.1}``) or field names (``buffer_bytes=131072``). A value
+                of None keeps the current one.
+
+        Returns:
+            The new configuration.
+
+        Raises:
+            HardwareConfigError: Naming the override, its value and what is wrong.
+        """
+        doc, labels = _merge(_to_doc(self), fields, origin=None)
+        return _validate(doc, origin=None, labels=labels)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The fields as a JSON-ready dict (sizes as ints, rates as floats)."""
+        return dataclasses.asdict(self)
+
+
+_FIELD_CHECKS: dict[str, Callable[[Any], Any]] = {
+    "name": _name,
+    "buffer_bytes": _positive_int,
+    "dram_bandwidth": _positive,
+    "dram_latency": _non_negative_int,
+    "clock_hz": _clock_number,
+    "macs_per_cycle": _positive_int,
+    "buffer_bandwidth": _positive,
+    "energy_dram_pj_per_byte": _non_negative,
+    "energy_buffer_pj_per_byte": _non_negative,
+    "energy_mac_pj": _non_negative,
+    "dtype_bytes": _dtype_bytes,
+    "description": _text,
+    "source": _text,
+}
+
+
+# --- the YAML schema ------------------------------------------------------------------------
+
+_Name = Annotated[str, PlainValidator(_name)]
+_Text = Annotated[str, PlainValidator(_text)]
+_Size = Annotated[int, PlainValidator(_size)]
+_Clock = Annotated[float, PlainValidator(_clock)]
+_DtypeBytes = Annotated[int, PlainValidator(_yaml_number(_dtype_bytes))]
+_PositiveInt = Annotated[int, PlainValidator(_yaml_number(_positive_int))]
+_NonNegativeInt = Annotated[int, PlainValidator(_yaml_number(_non_negative_int))]
+_Positive = Annotated[float, PlainValidator(_yaml_number(_positive))]
+_NonNegative = Annotated[float, PlainValidator(_yaml_number(_non_negative))]
+
+
+class _EnergySchema(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    dram_pj_per_byte: _NonNegative
+    buffer_pj_per_byte: _NonNegative
+    mac_pj: _NonNegative
+
+
+class _HwSchema(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: _Name
+    description: _Text = ""
+    source: _Text = ""
+    buffer: _Size
+    dtype_bytes: _DtypeBytes = 1
+    dram_bandwidth: _Positive
+    dram_latency: _NonNegativeInt
+    clock: _Clock
+    macs_per_cycle: _PositiveInt
+    buffer_bandwidth: _Positive
+    energy: _EnergySchema
+
+
+_TOP_KEYS = tuple(_HwSchema.model_fields)
+_ENERGY_KEYS = tuple(_EnergySchema.model_fields)
+# HardwareConfig field -> YAML key path; also the accepted override spellings.
+_FIELD_PATHS: dict[str, tuple[str, ...]] = {
+    "buffer_bytes": ("buffer",),
+    "clock_hz": ("clock",),
+    **{f"energy_{key}": ("energy", key) for key in _ENERGY_KEYS},
+    **{key: (key,) for key in _TOP_KEYS},
+    **{f"energy.{key}": ("energy", key) for key in _ENERGY_KEYS},
+}
+
+
+def _to_doc(config: HardwareConfig) -> dict[str, Any]:
+    """`config` in the YAML key layout, the starting point of `with_overrides`."""
+    return {
+        "name": config.name,
+        "description": config.description,
+        "source": config.source,
+        "buffer": config.buffer_bytes,
+        "dtype_bytes": config.dtype_bytes,
+        "dram_bandwidth": config.dram_bandwidth,
+        "dram_latency": config.dram_latency,
+        "clock": config.clock_hz,
+        "macs_per_cycle": config.macs_per_cycle,
+        "buffer_bandwidth": config.buffer_bandwidth,
+        "energy": {key: getattr(config, f"energy_{key}") for key in _ENERGY_KEYS},
+    }
+
+
+def _from_schema(schema: _HwSchema) -> HardwareConfig:
+    return HardwareConfig(
+        name=schema.name,
+        buffer_bytes=schema.buffer,
+        dram_bandwidth=schema.dram_bandwidth,
+        dram_latency=schema.dram_latency,
+        clock_hz=schema.clock,
+        macs_per_cycle=schema.macs_per_cycle,
+        buffer_bandwidth=schema.buffer_bandwidth,
+        energy_dram_pj_per_byte=schema.energy.dram_pj_per_byte,
+        energy_buffer_pj_per_byte=schema.energy.buffer_pj_per_byte,
+        energy_mac_pj=schema.energy.mac_pj,
+        dtype_bytes=schema.dtype_bytes,
+        description=schema.description,
+        source=schema.source,
+    )
+
+
+# --- error messages -------------------------------------------------------------------------
+
+
+def _show(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _did_you_mean(key: str, choices: tuple[str, ...]) -> str:
+    close = difflib.get_close_matches(key, choices, n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else f" (known keys: {', '.join(choices)})"
+
+
+def _unknown_key_hint(loc: tuple[Any, ...]) -> str:
+    key = str(loc[-1])
+    if len(loc) > 1:
+        return _did_you_mean(key, _ENERGY_KEYS)
+    path = _FIELD_PATHS.get(key)
+    if path is not None and len(path) == 2:
+        return f" (did you mean {path[1]!r} under 'energy'?)"
+    if path is not None:
+        return f" (did you mean {path[0]!r}?)"
+    return _did_you_mean(key, _TOP_KEYS)
+
+
+def _describe(error: Mapping[str, Any], labels: Mapping[str, str]) -> str:
+    loc = tuple(error["loc"])
+    dotted = ".".join(str(part) for part in loc)
+    label = labels.get(dotted, f"key {dotted!r}")
+    kind = error["type"]
+    if kind == "missing":
+        return f"missing required {label}"
+    if kind == "extra_forbidden":
+        return f"unknown {label}{_unknown_key_hint(loc)}"
+    if kind == "value_error":
+        reason = str(error["ctx"]["error"])
+    elif kind == "model_type":
+        reason = f"must be a mapping with keys {', '.join(_ENERGY_KEYS)}"
+    else:
+        reason = error["msg"]
+    return f"{label} = {_show(error['input'])}: {reason}"
+
+
+def _validate(
+    doc: Mapping[str, Any], origin: str | None, labels: Mapping[str, str] | None = None
+) -> HardwareConfig:
+    """The `HardwareConfig` a YAML-shaped `doc` describes; errors joined on one line."""
+    try:
+        schema = _HwSchema.model_validate(doc)
+    except ValidationError as err:
+        # Unknown keys first: a misspelt key also shows up as a missing one.
+        errors = sorted(err.errors(), key=lambda e: e["type"] != "extra_forbidden")
+        problems = "; ".join(_describe(e, labels or {}) for e in errors)
+        raise HardwareConfigError(f"{origin}: {problems}" if origin else problems) from err
+    return _from_schema(schema)
+
+
+# --- overrides ------------------------------------------------------------------------------
+
+
+def _override_path(key: Any, origin: str | None) -> tuple[str, ...]:
+    path = _FIELD_PATHS.get(key) if isinstance(key, str) else None
+    if path is None:
+        where = f"{origin}: " if origin else ""
+        hint = _did_you_mean(str(key), tuple(_FIELD_PATHS))
+        raise HardwareConfigError(f"{where}unknown override {str(key)!r}{hint}")
+    return path
+
+
+def _set_energy(doc: dict[str, Any], key: str, value: Any) -> None:
+    energy = doc.get("energy")
+    if energy is None:
+        doc["energy"] = {key: value}
+    elif isinstance(energy, Mapping):
+        doc["energy"] = {**energy, key: value}
+    # else: the document's own 'energy' is malformed and is reported as such.
+
+
+def _merge(
+    doc: Mapping[str, Any], overrides: Mapping[str, Any], origin: str | None
+) -> tuple[dict[str, Any], dict[str, str]]:
+    """`doc` with `overrides` applied, and the error labels of the overridden keys."""
+    merged, labels = dict(doc), {}
+    for key, value in overrides.items():
+        if value is None:
+            continue
+        path = _override_path(key, origin)
+        if path == ("energy",) and isinstance(value, Mapping):
+            for sub, sub_value in value.items():
+                _set_energy(merged, str(sub), sub_value)
+                labels[f"energy.{sub}"] = f"override 'energy.{sub}'"
+        elif len(path) == 2:
+            _set_energy(merged, path[1], value)
+            labels[".".join(path)] = f"override {key!r}"
+        else:
+            merged[path[0]] = value
+            labels[path[0]] = f"override {key!r}"
+    return merged, labels
+
+
+# --- loading --------------------------------------------------------------------------------
+
+
+def _canonical(name: str) -> str:
+    return re.sub(r"[-_.\s]", "", name.lower())
+
+
+def _preset_files() -> dict[str, Path]:
+    if not PRESET_DIR.is_dir():
+        return {}
+    return {p.stem: p for p in PRESET_DIR.iterdir() if p.suffix in (".yaml", ".yml")}
+
+
+def list_presets() -> list[str]:
+    """Names of the preset hardware configurations (``hwconfigs/*.yaml``), sorted."""
+    return sorted(_preset_files())
+
+
+def _preset_path(name: str) -> Path | None:
+    wanted = _canonical(name)
+    return next((p for stem, p in _preset_files().items() if _canonical(stem) == wanted), None)
+
+
+def _unknown_preset(name: str) -> HardwareConfigError:
+    presets = list_presets()
+    if not presets:
+        return HardwareConfigError(
+            f"unknown hardware preset {name!r}: no presets found in {PRESET_DIR} (they ship with "
+            "the source checkout); give a path to a .yaml file"
+        )
+    close = difflib.get_close_matches(name.lower(), presets, n=1, cutoff=0.5)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    return HardwareConfigError(
+        f"unknown hardware preset {name!r}{hint}; presets: {', '.join(presets)}; "
+        "or give a path to a .yaml file"
+    )
+
+
+def _looks_like_path(spec: str) -> bool:
+    return spec.lower().endswith((".yaml", ".yml")) or "/" in spec or os.sep in spec
+
+
+def _locate(spec: str | os.PathLike[str]) -> tuple[Path, str]:
+    """The file `spec` names and how to name it in messages."""
+    text = os.fspath(spec)
+    if isinstance(spec, os.PathLike) or _looks_like_path(text):
+        path = Path(text).expanduser()
+        if not path.is_file():
+            reason = "is a directory" if path.is_dir() else "no such file"
+            raise HardwareConfigError(f"hardware config {text!r}: {reason}")
+        return path, text
+    preset = _preset_path(text)
+    if preset is not None:
+        return preset, f"{PRESET_DIR.name}/{preset.name}"
+    if Path(text).is_file():
+        return Path(text), text
+    raise _unknown_preset(text)
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """A safe loader that rejects duplicate keys instead of keeping the last one silently."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            if isinstance(key, str) and key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"duplicate key {key!r}", key_node.start_mark
+                )
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+
+def _yaml_error(origin: str, err: yaml.YAMLError) -> HardwareConfigError:
+    mark = getattr(err, "problem_mark", None)
+    where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
+    problem = getattr(err, "problem", None) or str(err)
+    context, start = getattr(err, "context", None), getattr(err, "context_mark", None)
+    if context and start is not None and (mark is None or start.line != mark.line):
+        problem += f" ({context} at line {start.line + 1})"
+    return HardwareConfigError(f"{origin}: {where}malformed YAML: {problem}")
+
+
+def _read_yaml(path: Path, origin: str) -> dict[str, Any]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as err:
+        raise HardwareConfigError(f"{origin}: cannot read: {err.strerror}") from err
+    except UnicodeDecodeError as err:
+        raise HardwareConfigError(f"{origin}: not a UTF-8 text file") from err
+    try:
+        doc = yaml.load(text, Loader=_UniqueKeyLoader)
+    except yaml.YAMLError as err:
+        raise _yaml_error(origin, err) from err
+    if not isinstance(doc, dict):
+        got = "nothing" if doc is None else f"a {type(doc).__name__} ({_show(doc)})"
+        raise HardwareConfigError(f"{origin}: must be a mapping of keys to values, got {got}")
+    return doc
+
+
+def load_hw(
+    spec: str | os.PathLike[str], overrides: Mapping[str, Any] | None = None
+) -> HardwareConfig:
+    """Load and validate a hardware configuration.
+
+    Args:
+        spec: A preset name (``edge-npu``; case, ``-`` and ``_`` ignored; see `list_presets`)
+            or a path to a YAML file. A string ending in ``.yaml``/``.yml`` or containing a
+            path separator is always a path.
+        overrides: Keys replacing the file's values before validation, e.g.
+            ``{"buffer": "128KiB"}``; see `HardwareConfig.with_overrides`. None values are
+            ignored, so optional CLI flags can be passed straight through.
+
+    Returns:
+        The validated configuration; its name defaults to the file name.
+
+    Raises:
+        HardwareConfigError: A one-line message naming the file, the key and the bad value
+            (or the override), the YAML line of a syntax error, or the known presets.
+    """
+    path, origin = _locate(spec)
+    doc = _read_yaml(path, origin)
+    doc.setdefault("name", path.stem)
+    merged, labels = _merge(doc, overrides or {}, origin)
+    return _validate(merged, origin, labels)
