@@ -8,6 +8,7 @@ and exit status 2; nothing is printed half-way.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import warnings
 from collections.abc import Callable, Sequence
@@ -59,6 +60,71 @@ def _add_inspect(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(run=_run_inspect)
 
 
+_HW_FLAGS = (
+    ("--buffer", "buffer", "SIZE", "on-chip buffer size, e.g. 128KiB, 2MiB, 131072"),
+    ("--dtype-bytes", "dtype_bytes", "B", "bytes per element (1 = int8)"),
+    ("--dram-bandwidth", "dram_bandwidth", "B/CYC", "DRAM bytes per cycle"),
+    ("--dram-latency", "dram_latency", "CYC", "DRAM access latency in cycles"),
+    ("--clock", "clock", "HZ", "clock, e.g. 1GHz or 700e6"),
+    ("--macs-per-cycle", "macs_per_cycle", "N", "PE array MACs per cycle"),
+    ("--buffer-bandwidth", "buffer_bandwidth", "B/CYC", "on-chip buffer bytes per cycle"),
+)
+
+
+def _add_hw_arguments(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("hardware", "a preset or YAML file, and overrides of its fields")
+    g.add_argument("--hw", default="edge-npu", metavar="PRESET|FILE",
+                   help="hardware preset name or YAML path (default: edge-npu)")
+    for flag, key, metavar, text in _HW_FLAGS:
+        g.add_argument(flag, dest=f"hw_{key}", metavar=metavar, help=text)
+    g.add_argument("--set", dest="hw_set", action="append", default=[], metavar="KEY=VALUE",
+                   help="override any hardware key, e.g. --set energy.mac_pj=0.2 (repeatable)")
+
+
+def _hw_overrides(args: argparse.Namespace) -> dict[str, object]:
+    overrides: dict[str, object] = {key: getattr(args, f"hw_{key}") for _, key, _, _ in _HW_FLAGS
+                                    if getattr(args, f"hw_{key}") is not None}
+    for item in args.hw_set:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise InputError(f"--set {item!r}: expected KEY=VALUE")
+        overrides[key.strip()] = value.strip()
+    return overrides
+
+
+def _add_evaluate(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "evaluate", help="cost a partition plan (default: layer by layer) under a dataflow",
+        description="Cost a partition plan of MODEL on a hardware configuration: DRAM traffic "
+                    "(whole network and fuseable ops, next to the compulsory lower bound and "
+                    "the layer-by-layer reference), max buffer usage, cycles, energy, and each "
+                    "group's buffer requirement F_beta and DRAM traffic F_D.",
+        epilog="A plan file is JSON: {\"groups\": [[op names or ids], ...]} or the plan.json "
+               "that fusion-dse optimize writes. Groups over the buffer are reported, not "
+               "refused; a plan that is not a partition (unknown op, overlap, missing ops, "
+               "a cycle between groups) is refused.",
+    )
+    p.add_argument("model", metavar="MODEL", help="zoo name, .onnx path or module:callable")
+    p.add_argument("--scheme", choices=("lbdf", "brr", "lbl"), default="lbdf",
+                   help="dataflow (default: lbdf)")
+    p.add_argument("--plan", metavar="PLAN.json", help="plan to cost (default: layer by layer)")
+    p.add_argument("--input-shape", metavar="N,C,H,W", help="input shape override")
+    p.add_argument("--format", choices=("table", "json"), default="table",
+                   help="output format (default: table)")
+    _add_hw_arguments(p)
+    p.set_defaults(run=_run_evaluate)
+
+
+def _run_evaluate(args: argparse.Namespace) -> str:
+    from fusion_dse.api import evaluate
+
+    result = evaluate(args.model, args.hw, args.scheme, args.plan, _hw_overrides(args),
+                      args.input_shape)
+    if args.format == "json":
+        return json.dumps(result.to_dict(), indent=2)
+    return reports.evaluation_text(result)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``fusion-dse``."""
     parser = _Parser(
@@ -69,6 +135,7 @@ def build_parser() -> argparse.ArgumentParser:
                                 parser_class=_Parser)
     _add_models(sub)
     _add_inspect(sub)
+    _add_evaluate(sub)
     return parser
 
 

@@ -81,6 +81,52 @@ def _window(kernel: tuple[int, int], stride: tuple[int, int]) -> str:
     return f"{kernel[0]}x{kernel[1]}/{stride[0]}"
 
 
+def evaluation_text(result: Any) -> str:
+    """Totals and the per-group table of `fusion-dse evaluate`."""
+    cost, hw = result.cost, result.hw
+    t = cost.totals()
+    lines = [
+        f"{result.graph.name} on {hw.name} (buffer {_bytes(hw.buffer_bytes)}, "
+        f"{hw.dtype_bytes} B/element), scheme {cost.scheme}, {len(cost.groups)} groups",
+        f"  plan valid            {'yes' if cost.valid else 'NO: ' + cost.violations[0]}",
+        f"  DRAM, whole network   {_bytes(t['dram_bytes'])}   (lower bound "
+        f"{_bytes(t['lower_bound_bytes'])}, layer by layer {_bytes(t['lbl_dram_bytes'])})",
+        f"  DRAM, fuseable ops    {_bytes(t['dram_bytes_fuseable'])}   (lower bound "
+        f"{_bytes(t['lower_bound_fuseable_bytes'])}, layer by layer "
+        f"{_bytes(t['lbl_dram_fuseable_bytes'])})",
+        f"  max buffer usage      {_bytes(t['mbu_bytes'])}",
+        f"  unfusable ops         {t['unfusable_ops']} (run layer by layer, outside the "
+        "fuseable scope)",
+        f"  cycles                {t['cycles']:,}  ({t['cycles'] / hw.clock_hz * 1e3:.3f} ms)",
+        f"  energy                {t['energy_pj'] / 1e6:,.3f} uJ",
+        "",
+    ]
+    return "\n".join(lines) + _text(group_table(result))
+
+
+def group_table(result: Any) -> pd.DataFrame:
+    """One row per group: ops, F_beta, F_D and whether it runs."""
+    unfusable = set(result.cost.unfusable)
+    rows = []
+    for k, g in enumerate(result.cost.groups):
+        names = [result.graph[o].name for o in g.ops]
+        alone = len(g.ops) == 1 and g.ops[0] in unfusable
+        rows.append({
+            "group": k,
+            "ops": names[0] if len(names) == 1 else f"{names[0]} .. {names[-1]} ({len(names)})",
+            "F_beta": g.buffer_bytes,
+            "F_D": g.dram_bytes,
+            "cycles": g.timing.cycles,
+            "bound": g.timing.bound,
+            "status": "unfusable (LBL)" if alone else ("ok" if g.fits else g.reason),
+        })
+    return pd.DataFrame(rows)
+
+
+def _bytes(n: int) -> str:
+    return f"{n:,} B"
+
+
 def render(table: pd.DataFrame, fmt: str, json_doc: Any = None) -> str:
     """Render a table as aligned text, CSV or JSON (`json_doc` when given, else the rows)."""
     if fmt == "csv":
@@ -94,7 +140,7 @@ def render(table: pd.DataFrame, fmt: str, json_doc: Any = None) -> str:
 def _text(table: pd.DataFrame) -> str:
     shown = table.copy()
     for col in shown.columns:
-        if pd.api.types.is_integer_dtype(shown[col]) and col not in ("id", "ops", "convs"):
+        if pd.api.types.is_integer_dtype(shown[col]) and col not in ("id", "ops", "convs", "group"):
             shown[col] = shown[col].map(_thousands)
     return shown.to_string(index=False)
 

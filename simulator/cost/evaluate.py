@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from simulator.cost import brr, lbdf, lbl
@@ -55,9 +56,6 @@ class CostCache:
         self._costs: dict[tuple[int, ...], GroupCost] = {}
         self.hits = 0
         self.misses = 0
-        self._unfusable: tuple[int, ...] | None = None
-        self._lbl: dict[int, GroupCost] = {}
-        self._references: dict[str, int] | None = None
 
     def group(self, ops: Iterable[int]) -> GroupCost:
         """Cost of running `ops` as one group (computed once per distinct op set)."""
@@ -72,28 +70,13 @@ class CostCache:
         return cost
 
     def lbl(self, op: int) -> GroupCost:
-        """Layer-by-layer cost of one op (how unfusable ops run), memoised."""
-        cost = self._lbl.get(op)
-        if cost is None:
-            cost = self._lbl[op] = lbl.group_cost(self.graph, (op,), self.hw)
-        return cost
+        """Layer-by-layer cost of one op (how unfusable ops run)."""
+        return _context(self.graph, self.hw, self.scheme).lbl[op]
 
     @property
     def references(self) -> dict[str, int]:
         """Lower bounds and layer-by-layer traffic, whole network and fuseable ops."""
-        if self._references is None:
-            unfusable = set(self.unfusable)
-            fuseable = [o.id for o in self.graph if o.id not in unfusable]
-            lbl_bytes = [self.lbl(o.id).dram_bytes for o in self.graph]
-            d = self.hw.dtype_bytes
-            self._references = {
-                "lower_bound": compulsory_bytes(self.graph, range(len(self.graph)), d),
-                "lower_bound_fuseable": compulsory_bytes(self.graph, fuseable, d)
-                if fuseable else 0,
-                "lbl_dram": sum(lbl_bytes),
-                "lbl_dram_fuseable": sum(lbl_bytes[o] for o in fuseable),
-            }
-        return self._references
+        return _context(self.graph, self.hw, self.scheme).references
 
     @property
     def hit_rate(self) -> float:
@@ -104,10 +87,33 @@ class CostCache:
     @property
     def unfusable(self) -> tuple[int, ...]:
         """Ops that do not fit the buffer even alone (none under LBL)."""
-        if self._unfusable is None:
-            self._unfusable = tuple(o.id for o in self.graph if self.scheme != "lbl"
-                                    and not self.group((o.id,)).fits)
-        return self._unfusable
+        return _context(self.graph, self.hw, self.scheme).unfusable
+
+
+@dataclass(frozen=True)
+class _Context:
+    """What every plan of one (graph, hardware, dataflow) shares: computed once."""
+
+    unfusable: tuple[int, ...]
+    lbl: tuple[GroupCost, ...]
+    references: dict[str, int]
+
+
+@lru_cache(maxsize=64)
+def _context(graph: ComputeGraph, hw: HardwareConfig, scheme: str) -> _Context:
+    fn = get_scheme(scheme)
+    lbl_costs = tuple(lbl.group_cost(graph, (o.id,), hw) for o in graph)
+    unfusable = () if scheme == "lbl" else tuple(
+        o.id for o in graph if not fn(graph, (o.id,), hw).fits)
+    fuseable = [o.id for o in graph if o.id not in set(unfusable)]
+    d = hw.dtype_bytes
+    references = {
+        "lower_bound": compulsory_bytes(graph, range(len(graph)), d),
+        "lower_bound_fuseable": compulsory_bytes(graph, fuseable, d) if fuseable else 0,
+        "lbl_dram": sum(c.dram_bytes for c in lbl_costs),
+        "lbl_dram_fuseable": sum(lbl_costs[o].dram_bytes for o in fuseable),
+    }
+    return _Context(unfusable, lbl_costs, references)
 
 
 def unfusable_ops(graph: ComputeGraph, hw: HardwareConfig, scheme: str) -> tuple[int, ...]:

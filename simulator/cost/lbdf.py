@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from simulator.cost.rows import RowDeps, height, row_deps, row_elems
+from simulator.cost.rows import RowDeps, height, row_deps
 from simulator.cost.traffic import boundary, buffer_traffic_elems
 from simulator.cost.types import GroupCost, timing
 from simulator.workload.graph import ComputeGraph, Op, OpKind
@@ -97,55 +97,53 @@ class _RowSchedule:
         self.entering = graph.inputs_of(ops)
         self.refs = (*self.entering, *ops)
         self.index = {ref: k for k, ref in enumerate(self.refs)}
-        self.heights = [height(graph.tensor_shape(r)) for r in self.refs]
+        self.heights = [deps.height_of[r] for r in self.refs]
         self.offsets = np.concatenate(([0], np.cumsum(self.heights))).astype(np.int64)
 
     def peak(self) -> int:
         """Peak live activation elements over the schedule."""
         rank = self._ranks(*self._keys())
         start, end = self._lifetimes(rank)
-        sizes = np.repeat([row_elems(self.graph.tensor_shape(r)) for r in self.refs],
+        sizes = np.repeat([self.deps.row_elems_of[r] for r in self.refs],
                           self.heights).astype(np.int64)
         diff = np.zeros(len(rank) + 1, dtype=np.int64)
         np.add.at(diff, start, sizes)
         np.add.at(diff, end + 1, -sizes)
         return int(np.cumsum(diff).max())
 
-    def _keys(self) -> tuple[list[np.ndarray], list[np.ndarray], list[np.ndarray]]:
-        n_in = len(self.entering)
-        times = [np.arange(h, dtype=np.float64) / h for h in self.heights[:n_in]]
-        epochs = [np.zeros(h, dtype=np.int64) for h in self.heights[:n_in]]
-        paces = [np.zeros(h, dtype=np.float64) for h in self.heights[:n_in]]
+    def _keys(self) -> tuple[list[np.ndarray], list[np.ndarray]]:
+        """Per tensor, the (time, epoch) key of each row as one float, and its pace.
+
+        time * 2**40 + epoch orders like (time, epoch): times are fractions j/H, so distinct
+        times differ by at least 2**40 / H**2 key units (65,536 for H = 4,096), more than
+        any count of epochs, while the 52-bit mantissa keeps equal times equal.
+        """
+        keys = [self.deps.frac[r] * _TIME_SCALE for r in self.entering]
+        paces = [np.zeros(h) for h in self.heights[:len(self.entering)]]
         for o in self.ops:
-            t, e, p = self._op_keys(o, times, epochs, paces)
-            times.append(t)
-            epochs.append(e)
+            k, p = self._op_keys(o, keys, paces)
+            keys.append(k)
             paces.append(p)
-        return times, epochs, paces
+        return keys, paces
 
-    def _op_keys(self, o: int, times: list, epochs: list, paces: list,
-                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        op, h = self.graph[o], int(self.deps.heights[o])
-        srcs = [(self.index[ref], hi) for ref, hi in zip(op.inputs, self.deps.hi[o], strict=True)]
-        t = np.full(h, -1.0)
-        e = np.zeros(h, dtype=np.int64)
-        for k, hi in srcs:
-            tc, ec = times[k][hi], epochs[k][hi]
-            later = (tc > t) | ((tc == t) & (ec > e))
-            t, e = np.where(later, tc, t), np.where(later, ec, e)
+    def _op_keys(self, o: int, keys: list, paces: list) -> tuple[np.ndarray, np.ndarray]:
+        op, deps = self.graph[o], self.deps
+        srcs = [(keys[self.index[ref]], paces[self.index[ref]]) if same else
+                (keys[self.index[ref]][hi], paces[self.index[ref]][hi])
+                for ref, hi, same in zip(op.inputs, deps.hi[o], deps.identity[o], strict=True)]
+        key = srcs[0][0] if len(srcs) == 1 else np.maximum.reduce([k for k, _ in srcs])
         if _blocks(op):
-            return t, e + 1, np.zeros(h)
-        p = np.arange(h, dtype=np.float64) / h
-        for k, hi in srcs:
-            tied = (times[k][hi] == t) & (epochs[k][hi] == e)
-            p = np.where(tied, np.maximum(p, paces[k][hi]), p)
-        return t, e, p
+            return key + 1.0, np.zeros(len(key))
+        pace = deps.frac[o]
+        for k, p in srcs:
+            pace = np.maximum(pace, np.where(k == key, p, 0.0)) if len(srcs) > 1 \
+                else np.maximum(pace, p)
+        return key, pace
 
-    def _ranks(self, times: list, epochs: list, paces: list) -> np.ndarray:
+    def _ranks(self, keys: list, paces: list) -> np.ndarray:
         """Position of every row production in the schedule's order."""
         tensor = np.repeat(np.arange(len(self.heights)), self.heights)
-        order = np.lexsort((tensor, np.concatenate(paces), np.concatenate(epochs),
-                            np.concatenate(times)))
+        order = np.lexsort((tensor, np.concatenate(paces), np.concatenate(keys)))
         rank = np.empty_like(order)
         rank[order] = np.arange(len(order))
         return rank
@@ -163,15 +161,17 @@ class _RowSchedule:
 
     def _release_inputs(self, o: int, rank: np.ndarray, start: np.ndarray,
                         end: np.ndarray) -> None:
-        op = self.graph[o]
         c0 = self.offsets[self.index[o]]
-        for ref, lo in zip(op.inputs, self.deps.lo[o], strict=True):
-            if ref not in self.index:
+        accumulates = _accumulates(self.graph[o])
+        for ref, last in zip(self.graph[o].inputs, self.deps.last[o], strict=True):
+            k = self.index.get(ref)
+            if k is None:
                 continue
-            k = self.index[ref]
-            seg = slice(self.offsets[k], self.offsets[k + 1])
-            if _accumulates(op):  # each input row is folded in as it arrives
+            if accumulates:  # each input row is folded in as it arrives
                 start[c0] = min(start[c0], rank[self.offsets[k]])
                 continue
-            last = np.searchsorted(lo, np.arange(self.heights[k]), side="right") - 1
-            np.maximum(end[seg], rank[c0 + np.maximum(last, 0)], out=end[seg])
+            seg = slice(self.offsets[k], self.offsets[k + 1])
+            np.maximum(end[seg], rank[c0 + last], out=end[seg])
+
+
+_TIME_SCALE = float(2**40)

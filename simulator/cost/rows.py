@@ -46,12 +46,30 @@ class RowDeps:
             self.hi.append(tuple(p[1] for p in pairs))
         self.heights = np.array([height(op.output_shape) for op in graph], dtype=np.int64)
         self.row_elems = np.array([row_elems(op.output_shape) for op in graph], dtype=np.int64)
+        # the same, as Python ints, plus what the LBDF schedule asks of every op (hot path)
+        self.height_of = {op.id: height(op.output_shape) for op in graph}
+        self.height_of.update({-(k + 1): height(s) for k, s in enumerate(graph.input_shapes)})
+        self.row_elems_of = {op.id: row_elems(op.output_shape) for op in graph}
+        self.row_elems_of.update({-(k + 1): row_elems(s)
+                                  for k, s in enumerate(graph.input_shapes)})
+        self.frac = {ref: np.arange(h, dtype=np.float64) / h for ref, h in self.height_of.items()}
+        self.last = [tuple(_last_reader(lo, height(s)) for lo, s in zip(los, op.input_shapes,
+                                                                        strict=True))
+                     for los, op in zip(self.lo, graph, strict=True)]
+        self.identity = [tuple(len(hi) == height(s) and bool((hi == np.arange(len(hi))).all())
+                               for hi, s in zip(his, op.input_shapes, strict=True))
+                         for his, op in zip(self.hi, graph, strict=True)]
 
 
 @lru_cache(maxsize=64)
 def row_deps(graph: ComputeGraph) -> RowDeps:
     """The (cached) row dependencies of `graph`."""
     return RowDeps(graph)
+
+
+def _last_reader(lo: np.ndarray, h_in: int) -> np.ndarray:
+    """For each input row, the last output row whose window starts at or before it."""
+    return np.maximum(np.searchsorted(lo, np.arange(h_in), side="right") - 1, 0)
 
 
 def _slot_rows(op: Op, k: int) -> tuple[np.ndarray, np.ndarray]:

@@ -1,0 +1,89 @@
+"""The Python API: one call per job, returning typed results (the CLI renders these)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from simulator.cost import CostCache, PlanCost, evaluate_plan, get_scheme
+from simulator.hw import HardwareConfig, load_hw
+from simulator.plan import (
+    PartitionPlan,
+    PlanError,
+    layer_by_layer,
+    load_plan,
+    structural_violations,
+)
+from simulator.workload.graph import ComputeGraph
+from simulator.workload.load import load
+
+__all__ = ["Evaluation", "evaluate", "resolve_hw"]
+
+EVALUATION_FORMAT = "fusion-dse.evaluation"
+
+
+def resolve_hw(hw: str | HardwareConfig, overrides: Mapping[str, Any] | None = None,
+               ) -> HardwareConfig:
+    """A hardware configuration from a preset name, a YAML path or a config, with overrides."""
+    if isinstance(hw, HardwareConfig):
+        return hw.with_overrides(**dict(overrides or {})) if overrides else hw
+    return load_hw(hw, overrides)
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """A plan of a network costed on one hardware configuration under one dataflow."""
+
+    graph: ComputeGraph
+    hw: HardwareConfig
+    plan: PartitionPlan
+    cost: PlanCost
+    cache: CostCache
+
+    def to_dict(self) -> dict[str, Any]:
+        """The `fusion-dse evaluate --format json` document (stable keys, see README)."""
+        unfusable = set(self.cost.unfusable)
+        groups = []
+        for g in self.cost.groups:
+            entry = g.to_dict(self.graph)
+            entry["unfusable"] = len(g.ops) == 1 and g.ops[0] in unfusable
+            groups.append(entry)
+        return {
+            "format": EVALUATION_FORMAT,
+            "version": 1,
+            "model": self.graph.name,
+            "hw": self.hw.to_dict(),
+            "totals": self.cost.totals(),
+            "unfusable": [self.graph[o].name for o in self.cost.unfusable],
+            "groups": groups,
+        }
+
+
+def evaluate(model: str | ComputeGraph, hw: str | HardwareConfig = "edge-npu",
+             scheme: str = "lbdf", plan: str | Path | PartitionPlan | None = None,
+             overrides: Mapping[str, Any] | None = None,
+             input_shape: str | None = None) -> Evaluation:
+    """Cost a plan of `model` (the layer-by-layer plan when `plan` is None).
+
+    Raises:
+        InputError subclasses: unknown model or scheme, bad hardware file or override, a plan
+        file that is unreadable, names unknown ops, overlaps, misses ops or has a cycle.
+    """
+    get_scheme(scheme)
+    graph = model if isinstance(model, ComputeGraph) else load(model, input_shape)
+    config = resolve_hw(hw, overrides)
+    if plan is None:
+        parsed = layer_by_layer(graph)
+    elif isinstance(plan, PartitionPlan):
+        parsed = plan
+    else:
+        parsed = load_plan(plan, graph)
+    problems = structural_violations(graph, parsed, limit=3)
+    if problems:
+        where = f"plan {str(plan)!r}" if plan is not None else "plan"
+        raise PlanError(f"{where} is not a partition of {graph.name!r}: {'; '.join(problems)}")
+    cache = CostCache(graph, config, scheme)
+    return Evaluation(graph, config, parsed, evaluate_plan(graph, parsed, config, scheme, cache),
+                      cache)
