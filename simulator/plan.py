@@ -26,6 +26,7 @@ __all__ = [
     "PlanError",
     "layer_by_layer",
     "load_plan",
+    "segment_plan",
     "structural_violations",
 ]
 
@@ -100,6 +101,39 @@ class PartitionPlan:
 def layer_by_layer(graph: ComputeGraph) -> PartitionPlan:
     """The plan with every op in a group of its own."""
     return PartitionPlan(tuple(FusionGroup((op.id,)) for op in graph))
+
+
+def segment_plan(graph: ComputeGraph, cuts: Iterable[int]) -> PartitionPlan:
+    """The plan of contiguous segments of the topological order, each split into its weakly
+    connected components.
+
+    `cuts` are the ids where a new segment starts (0 and len(graph) are implied). Such plans
+    are always structurally valid: a path leaving a segment cannot re-enter it, because every
+    op between two ops of a segment in topological order belongs to the segment.
+    """
+    bounds = sorted({0, len(graph), *(int(c) for c in cuts if 0 < int(c) < len(graph))})
+    groups: list[list[int]] = []
+    for a, b in zip(bounds, bounds[1:], strict=False):
+        groups.extend(_components(graph, range(a, b)))
+    return PartitionPlan.of(groups)
+
+
+def _components(graph: ComputeGraph, ops: Iterable[int]) -> list[list[int]]:
+    left = set(ops)
+    found = []
+    while left:
+        start = min(left)
+        left.discard(start)
+        stack, comp = [start], []
+        while stack:
+            n = stack.pop()
+            comp.append(n)
+            for m in (*graph.predecessors(n), *graph.successors(n)):
+                if m in left:
+                    left.discard(m)
+                    stack.append(m)
+        found.append(comp)
+    return found
 
 
 def structural_violations(graph: ComputeGraph, plan: PartitionPlan,
