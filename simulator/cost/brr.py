@@ -10,8 +10,10 @@ its producer (or its first consumer, for an entering tensor) to its last consume
 Weights are either resident (all of them on chip, read once) or streamed: each op's weights
 are loaded when the op runs, once per tile, so the buffer holds one op's weights at a time and
 DRAM reads them T times. The tile count and weight mode are chosen to minimise F_D under the
-buffer: for each mode the smallest T that fits is found (T = 1, then doubling, then bisection,
-which assumes the requirement does not grow with T), and the cheaper feasible mode wins.
+buffer: for each mode the smallest T that fits is found (T = 1; if the most tiles do not fit
+either, none do; else doubling, then bisection: this assumes the requirement does not grow
+with T), and the cheaper feasible mode wins. Streamed weights at T = 1 read everything once,
+so when they fit nothing is cheaper and resident weights are not searched.
 
 A group in which a single-row tensor computed from a whole feature map (global pooling) is
 broadcast back onto a feature map (the squeeze-and-excitation multiply) cannot be tiled: every
@@ -26,7 +28,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from simulator.cost.rows import RowDeps, height, row_deps, row_elems
+from simulator.cost.rows import RowDeps, height, row_deps
 from simulator.cost.traffic import boundary, buffer_traffic_elems
 from simulator.cost.types import GroupCost, timing
 from simulator.workload.graph import ComputeGraph, OpKind
@@ -105,8 +107,19 @@ def _as_group_cost(graph: ComputeGraph, ops: tuple[int, ...], hw: HardwareConfig
 def _best_tiling(graph: ComputeGraph, ops: tuple[int, ...], hw: HardwareConfig) -> TileCost:
     """The feasible configuration with the least DRAM traffic, else the smallest requirement."""
     limit = hw.buffer_bytes // hw.dtype_bytes
-    max_tiles = max(height(graph.tensor_shape(r)) for r in (*graph.inputs_of(ops), *ops))
-    found = [_smallest_fitting(graph, ops, s, limit, max_tiles) for s in (False, True)]
+    deps = row_deps(graph)
+    max_tiles = max(deps.height_of[r] for r in (*graph.inputs_of(ops), *ops))
+    memo: dict[int, tuple[TileCost, TileCost]] = {}
+
+    def at(n: int) -> tuple[TileCost, TileCost]:
+        if n not in memo:
+            memo[n] = _tile_costs(graph, ops, n)
+        return memo[n]
+
+    streamed = _smallest_fitting(lambda n: at(n)[1], limit, max_tiles)
+    if streamed.tiles == 1 and streamed.buffer_elems <= limit:
+        return streamed  # one tile reads everything once: nothing is cheaper
+    found = [streamed, _smallest_fitting(lambda n: at(n)[0], limit, max_tiles)]
     feasible = [t for t in found if t.buffer_elems <= limit]
     if feasible:
         return min(feasible, key=lambda t: (_dram(t), t.buffer_elems))
@@ -117,15 +130,9 @@ def _dram(t: TileCost) -> int:
     return t.act_read_elems + t.weight_read_elems
 
 
-def _smallest_fitting(graph: ComputeGraph, ops: tuple[int, ...], streamed: bool, limit: int,
-                      max_tiles: int) -> TileCost:
-    cost = {}
-
-    def at(n: int) -> TileCost:
-        if n not in cost:
-            cost[n] = tile_cost(graph, ops, n, streamed)
-        return cost[n]
-
+def _smallest_fitting(at, limit: int, max_tiles: int) -> TileCost:
+    if at(1).buffer_elems <= limit or at(max_tiles).buffer_elems > limit:
+        return at(1) if at(1).buffer_elems <= limit else at(max_tiles)
     n = 1
     while at(n).buffer_elems > limit and n < max_tiles:
         n = min(2 * n, max_tiles)
@@ -141,19 +148,20 @@ def _smallest_fitting(graph: ComputeGraph, ops: tuple[int, ...], streamed: bool,
 def tile_cost(graph: ComputeGraph, ops: Sequence[int], tiles: int,
               streamed: bool) -> TileCost:
     """Buffer requirement and traffic of running `ops` in `tiles` row tiles."""
-    ops = tuple(sorted(ops))
+    return _tile_costs(graph, tuple(sorted(ops)), tiles)[int(streamed)]
+
+
+def _tile_costs(graph: ComputeGraph, ops: tuple[int, ...], tiles: int,
+                ) -> tuple[TileCost, TileCost]:
+    """(resident, streamed) costs of `tiles` row tiles: the regions are shared."""
     regions = _TileRegions(graph, ops, row_deps(graph), tiles)
     live = regions.live_elems()  # (positions, tiles)
-    if streamed:
-        w = np.array([graph[o].weight_elems for o in ops], dtype=np.int64)
-        need = int((live + w[:, None]).max())
-        weight_reads = sum(graph[o].weight_elems for o in ops) * tiles
-    else:
-        need = int(live.max()) + sum(graph[o].weight_elems for o in ops)
-        weight_reads = sum(graph[o].weight_elems for o in ops)
-    return TileCost(tiles=tiles, streamed=streamed, buffer_elems=need,
-                    act_read_elems=regions.entering_read_elems(), weight_read_elems=weight_reads,
-                    macs=regions.macs())
+    w = np.array([graph[o].weight_elems for o in ops], dtype=np.int64)
+    weights = int(w.sum())
+    act, macs = regions.entering_read_elems(), regions.macs()
+    resident = TileCost(tiles, False, int(live.max()) + weights, act, weights, macs)
+    streamed = TileCost(tiles, True, int((live + w[:, None]).max()), act, weights * tiles, macs)
+    return resident, streamed
 
 
 class _TileRegions:
@@ -167,18 +175,21 @@ class _TileRegions:
         self.first = {}  # ref -> [first needed row per tile]
         self.last = {}
         for ref in self.refs:
-            h = height(graph.tensor_shape(ref))
-            self.first[ref] = np.full(tiles, h, dtype=np.int64)
+            self.first[ref] = np.full(tiles, deps.height_of[ref], dtype=np.int64)
             self.last[ref] = np.full(tiles, -1, dtype=np.int64)
         self._seed_bands()
         self._propagate()
+        self._rows = {ref: np.maximum(self.last[ref] - self.first[ref] + 1, 0)
+                      for ref in self.refs}
 
     def _seed_bands(self) -> None:
         j = np.arange(self.tiles, dtype=np.int64)
         for o in self.graph.outputs_of(self.ops):
-            h = int(self.deps.heights[o])
-            self.first[o] = (j * h) // self.tiles
-            self.last[o] = ((j + 1) * h) // self.tiles - 1
+            h = self.deps.height_of[o]
+            first, last = (j * h) // self.tiles, ((j + 1) * h) // self.tiles - 1
+            empty = last < first
+            self.first[o] = np.where(empty, h, first)
+            self.last[o] = np.where(empty, -1, last)
 
     def _propagate(self) -> None:
         for o in reversed(self.ops):
@@ -189,19 +200,17 @@ class _TileRegions:
             if self.graph[o].kind is OpKind.GLOBAL_POOL:
                 self._accumulate(o)
                 continue
-            a_c, z_c = np.where(needed, a, 0), np.where(needed, z, 0)
-            for ref, lo, hi in zip(self.graph[o].inputs, self.deps.lo[o], self.deps.hi[o],
-                                   strict=True):
-                self.first[ref] = np.where(needed, np.minimum(self.first[ref], lo[a_c]),
-                                           self.first[ref])
-                self.last[ref] = np.where(needed, np.maximum(self.last[ref], hi[z_c]),
-                                          self.last[ref])
+            # padded tables map the "not needed" sentinels (first = H, last = -1) to themselves
+            for ref, lo, hi in zip(self.graph[o].inputs, self.deps.lo_pad[o],
+                                   self.deps.hi_pad[o], strict=True):
+                np.minimum(self.first[ref], lo[a], out=self.first[ref])
+                np.maximum(self.last[ref], hi[z], out=self.last[ref])
 
     def _accumulate(self, o: int) -> None:
         """A global pooling folds in its input band by band: each tile reads only its band,
         and the one-row accumulator is held in every tile."""
         ref = self.graph[o].inputs[0]
-        h = height(self.graph.tensor_shape(ref))
+        h = self.deps.height_of[ref]
         j = np.arange(self.tiles, dtype=np.int64)
         self.first[ref] = np.minimum(self.first[ref], (j * h) // self.tiles)
         self.last[ref] = np.maximum(self.last[ref], ((j + 1) * h) // self.tiles - 1)
@@ -210,24 +219,19 @@ class _TileRegions:
 
     def rows(self, ref: int) -> np.ndarray:
         """Rows of tensor `ref` each tile needs."""
-        return np.maximum(self.last[ref] - self.first[ref] + 1, 0)
+        return self._rows[ref]
 
     def entering_read_elems(self) -> int:
         """Elements read from DRAM over all tiles: halo rows every time they are needed, and
         every entering tensor at least whole (the DRAM accounting reads whole tensors)."""
-        total = 0
-        for r in self.entering:
-            shape = self.graph.tensor_shape(r)
-            total += max(int(self.rows(r).sum()), height(shape)) * row_elems(shape)
-        return total
+        d = self.deps
+        return sum(max(int(self.rows(r).sum()), d.height_of[r]) * d.row_elems_of[r]
+                   for r in self.entering)
 
     def macs(self) -> int:
         """MACs over all tiles, halo rows recomputed."""
-        total = 0
-        for o in self.ops:
-            op = self.graph[o]
-            total += int(self.rows(o).sum()) * op.macs // max(1, height(op.output_shape))
-        return total
+        return sum(int(self.rows(o).sum()) * self.graph[o].macs // self.deps.height_of[o]
+                   for o in self.ops if self.graph[o].macs)
 
     def live_elems(self) -> np.ndarray:
         """Live activation elements at each op position (rows) in each tile (columns)."""
@@ -240,6 +244,5 @@ class _TileRegions:
             born = pos.get(ref, min(users) if users else 0)
             dies = max(users) if users else born
             alive[born:dies + 1, t] = 1
-        sizes = np.stack([self.rows(r) * row_elems(self.graph.tensor_shape(r))
-                          for r in self.refs])
+        sizes = np.stack([self.rows(r) * self.deps.row_elems_of[r] for r in self.refs])
         return alive @ sizes

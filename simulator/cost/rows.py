@@ -56,6 +56,11 @@ class RowDeps:
         self.last = [tuple(_last_reader(lo, height(s)) for lo, s in zip(los, op.input_shapes,
                                                                         strict=True))
                      for los, op in zip(self.lo, graph, strict=True)]
+        # lo/hi with a sentinel appended: lo_pad[H_out] = H_in and hi_pad[-1] = -1
+        self.lo_pad = [tuple(np.append(lo, height(s)) for lo, s in zip(los, op.input_shapes,
+                                                                       strict=True))
+                       for los, op in zip(self.lo, graph, strict=True)]
+        self.hi_pad = [tuple(np.append(hi, -1) for hi in his) for his in self.hi]
         self.identity = [tuple(len(hi) == height(s) and bool((hi == np.arange(len(hi))).all())
                                for hi, s in zip(his, op.input_shapes, strict=True))
                          for his, op in zip(self.hi, graph, strict=True)]
