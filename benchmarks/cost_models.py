@@ -15,7 +15,7 @@ import time
 from simulator.cost import CostCache, brr, evaluate_plan, lbdf
 from simulator.hw import load_hw
 from simulator.plan import PartitionPlan
-from simulator.workload.load import load_zoo
+from simulator.workload.loader import load_zoo
 
 
 def random_segment_plan(graph, rng: random.Random, max_len: int = 12) -> PartitionPlan:

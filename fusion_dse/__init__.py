@@ -4,7 +4,7 @@ The application layer: the command line (`fusion_dse.cli`), report rendering and
 """
 
 from simulator.workload.graph import ComputeGraph
-from simulator.workload.load import load
+from simulator.workload.loader import load
 
 __all__ = ["ComputeGraph", "load"]
 __version__ = "0.1.0"

@@ -17,7 +17,7 @@ from simulator.plan import (
     structural_violations,
 )
 from simulator.workload.graph import ComputeGraph
-from simulator.workload.load import load
+from simulator.workload.loader import load
 
 __all__ = ["Evaluation", "evaluate", "resolve_hw"]
 

@@ -147,7 +147,7 @@ def _run_models(args: argparse.Namespace) -> str:
 
 
 def _run_inspect(args: argparse.Namespace) -> str:
-    from simulator.workload.load import load
+    from simulator.workload.loader import load
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

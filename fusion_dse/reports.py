@@ -10,7 +10,7 @@ import pandas as pd
 from tqdm import tqdm
 
 from simulator.workload.graph import ComputeGraph, OpKind
-from simulator.workload.load import load_zoo, zoo_module
+from simulator.workload.loader import load_zoo, zoo_module
 from simulator.workload.zoo import ZOO
 
 __all__ = ["op_table", "render", "zoo_json", "zoo_row", "zoo_table"]

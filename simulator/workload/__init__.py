@@ -15,7 +15,7 @@ __all__ = ["ComputeGraph", "MappingType", "Op", "OpKind", "from_onnx", "from_tor
 _LAZY = {
     "from_torch": "simulator.workload.torch_import",
     "from_onnx": "simulator.workload.onnx_import",
-    "load": "simulator.workload.load",
+    "load": "simulator.workload.loader",
 }
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from simulator.cost import evaluate_plan
 from simulator.hw import load_hw
 from simulator.plan import layer_by_layer, segment_plan
-from simulator.workload.load import load_zoo
+from simulator.workload.loader import load_zoo
 from simulator.workload.zoo import ZOO
 
 GOLDEN = Path(__file__).with_name("golden_costs.json")

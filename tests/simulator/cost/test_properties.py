@@ -11,7 +11,7 @@ from simulator.cost.brr import incompatibility
 from simulator.hw import HardwareConfig
 from simulator.plan import PartitionPlan, layer_by_layer, segment_plan, structural_violations
 from simulator.workload.graph import MappingType
-from simulator.workload.load import load_zoo
+from simulator.workload.loader import load_zoo
 
 NETWORKS = ("resnet18", "mobilenet_v2", "squeezenet1_1", "efficientnet_b0")
 BUFFERS = (128 * 1024, 512 * 1024, 2 * 1024 * 1024)

@@ -9,7 +9,7 @@ import pytest
 
 from simulator.workload.errors import UnknownModelError
 from simulator.workload.graph import ComputeGraph
-from simulator.workload.load import load, resolve_zoo_name
+from simulator.workload.loader import load, resolve_zoo_name
 
 
 def test_zoo_names_are_forgiving_about_case_and_separators():

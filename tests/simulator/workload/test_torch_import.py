@@ -10,7 +10,7 @@ from torch import nn
 
 from simulator.workload.errors import InputShapeError, UnsupportedOpError
 from simulator.workload.graph import MappingType, OpKind
-from simulator.workload.load import load_zoo, zoo_module
+from simulator.workload.loader import load_zoo, zoo_module
 from simulator.workload.torch_import import fold_batchnorm, from_torch, trace
 from simulator.workload.zoo import ZOO
 

@@ -12,7 +12,7 @@ import torch
 from torch import nn
 
 from simulator.workload.compare import graph_differences
-from simulator.workload.load import load_zoo, zoo_module
+from simulator.workload.loader import load_zoo, zoo_module
 from simulator.workload.onnx_import import from_onnx
 from simulator.workload.zoo import ZOO
 
