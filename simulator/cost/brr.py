@@ -36,7 +36,8 @@ from simulator.workload.graph import ComputeGraph, OpKind
 if TYPE_CHECKING:
     from simulator.hw import HardwareConfig
 
-__all__ = ["TileCost", "group_cost", "incompatibility", "tile_cost"]
+__all__ = ["TileCost", "TileRegions", "chosen_tiling", "group_cost", "incompatibility",
+           "tile_cost", "tile_regions"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,6 +105,18 @@ def _as_group_cost(graph: ComputeGraph, ops: tuple[int, ...], hw: HardwareConfig
     )
 
 
+def chosen_tiling(graph: ComputeGraph, ops: Sequence[int],
+                  hw: HardwareConfig) -> TileCost | None:
+    """The tiling `group_cost` picks for the group (None if BRR cannot tile it)."""
+    ops = tuple(sorted(ops))
+    return None if incompatibility(graph, ops) else _best_tiling(graph, ops, hw)
+
+
+def tile_regions(graph: ComputeGraph, ops: Sequence[int], tiles: int) -> TileRegions:
+    """The rows of every tensor each of `tiles` tiles needs."""
+    return TileRegions(graph, tuple(sorted(ops)), row_deps(graph), tiles)
+
+
 def _best_tiling(graph: ComputeGraph, ops: tuple[int, ...], hw: HardwareConfig) -> TileCost:
     """The feasible configuration with the least DRAM traffic, else the smallest requirement."""
     limit = hw.buffer_bytes // hw.dtype_bytes
@@ -154,7 +167,7 @@ def tile_cost(graph: ComputeGraph, ops: Sequence[int], tiles: int,
 def _tile_costs(graph: ComputeGraph, ops: tuple[int, ...], tiles: int,
                 ) -> tuple[TileCost, TileCost]:
     """(resident, streamed) costs of `tiles` row tiles: the regions are shared."""
-    regions = _TileRegions(graph, ops, row_deps(graph), tiles)
+    regions = TileRegions(graph, ops, row_deps(graph), tiles)
     live = regions.live_elems()  # (positions, tiles)
     w = np.array([graph[o].weight_elems for o in ops], dtype=np.int64)
     weights = int(w.sum())
@@ -164,7 +177,7 @@ def _tile_costs(graph: ComputeGraph, ops: tuple[int, ...], tiles: int,
     return resident, streamed
 
 
-class _TileRegions:
+class TileRegions:
     """Rows of every tensor each tile needs, propagated back from the leaving bands."""
 
     def __init__(self, graph: ComputeGraph, ops: tuple[int, ...], deps: RowDeps,
@@ -233,16 +246,26 @@ class _TileRegions:
         return sum(int(self.rows(o).sum()) * self.graph[o].macs // self.deps.height_of[o]
                    for o in self.ops if self.graph[o].macs)
 
-    def live_elems(self) -> np.ndarray:
-        """Live activation elements at each op position (rows) in each tile (columns)."""
+    def lifetimes(self) -> list[tuple[int, int]]:
+        """Per tensor of `refs`, the first and last op position at which a tile holds it:
+        from its producer (an entering tensor: its first consumer) to its last consumer; a
+        global pooling's running sum is held throughout, from the first tile to the last."""
         pos = {o: k for k, o in enumerate(self.ops)}
-        n = len(self.ops)
-        alive = np.zeros((n, len(self.refs)), dtype=np.int64)
-        for t, ref in enumerate(self.refs):
+        spans = []
+        for ref in self.refs:
+            if ref >= 0 and ref in pos and self.graph[ref].kind is OpKind.GLOBAL_POOL:
+                spans.append((0, len(self.ops) - 1))  # the running sum spans every tile
+                continue
             users = [pos[c] for c in self.graph.successors(ref) if c in pos] if ref >= 0 \
                 else [pos[o] for o in self.ops if ref in self.graph[o].inputs]
             born = pos.get(ref, min(users) if users else 0)
-            dies = max(users) if users else born
+            spans.append((born, max(users) if users else born))
+        return spans
+
+    def live_elems(self) -> np.ndarray:
+        """Live activation elements at each op position (rows) in each tile (columns)."""
+        alive = np.zeros((len(self.ops), len(self.refs)), dtype=np.int64)
+        for t, (born, dies) in enumerate(self.lifetimes()):
             alive[born:dies + 1, t] = 1
         sizes = np.stack([self.rows(r) * self.deps.row_elems_of[r] for r in self.refs])
         return alive @ sizes

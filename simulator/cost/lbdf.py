@@ -3,13 +3,16 @@
 The group streams rows. Rows of the tensors entering the group arrive from DRAM in order, one
 row in flight ahead of use (double buffering); every op computes its output row `r` as soon as
 the input rows its window reads (`simulator.cost.rows`) are on chip; a row is freed once the
-last in-group consumer row that reads it has been computed, and rows of tensors leaving the
-group are written out as they are produced. All weights of the group stay resident.
+last in-group consumer row that reads it has been computed; a row leaving the group is written
+back while the next row of its tensor is computed (one write in flight per tensor). All
+weights of the group stay resident.
 
 The schedule is evaluated exactly, without stepping through it: each row gets a time (the
 fraction of its source tensor streamed when it can be computed) and the rows are ordered by
 (time, position in their own tensor, op); the buffer holds a row from its production to the
-computation that last reads it. F_beta = weights + the peak of live rows over that order.
+computation that last reads it, and a row leaving the group until the next row of its tensor
+is produced (its DRAM write is in flight meanwhile; the last one until the group ends).
+F_beta = weights + the peak of live rows over that order.
 Nothing is special-cased: line buffers of d(k-1)+1 rows, skips holding the rows their partner
 branch has not consumed, and a squeeze-and-excitation multiply forcing its other input to be
 held whole all follow from the row dependencies.
@@ -18,6 +21,7 @@ held whole all follow from the row dependencies.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -30,7 +34,7 @@ from simulator.workload.graph import ComputeGraph, Op, OpKind
 if TYPE_CHECKING:
     from simulator.hw import HardwareConfig
 
-__all__ = ["group_cost", "peak_row_bytes"]
+__all__ = ["RowOrder", "group_cost", "peak_row_bytes", "row_order"]
 
 
 def group_cost(graph: ComputeGraph, ops: Sequence[int], hw: HardwareConfig) -> GroupCost:
@@ -59,6 +63,36 @@ def _reason(weight_bytes: int, need: int, hw: HardwareConfig) -> str:
     if need > hw.buffer_bytes:
         return f"needs {need:,} B > buffer {hw.buffer_bytes:,} B"
     return ""
+
+
+@dataclass(frozen=True)
+class RowOrder:
+    """The LBDF schedule of a group as a sequence of row events (what the simulator runs).
+
+    Attributes:
+        refs: Tensors of the group: the entering ones (references), then the group's ops.
+        heights: Rows of each tensor.
+        n_entering: How many of `refs` (the first ones) enter the group from DRAM.
+        tensor: For each event in schedule order, the index into `refs` of the tensor whose
+            row is produced (an entering row arriving, or an op computing a row).
+        row: For each event, that row.
+    """
+
+    refs: tuple[int, ...]
+    heights: tuple[int, ...]
+    n_entering: int
+    tensor: np.ndarray
+    row: np.ndarray
+
+
+def row_order(graph: ComputeGraph, ops: Sequence[int]) -> RowOrder:
+    """The order in which an LBDF group streams and computes rows."""
+    sched = _RowSchedule(graph, tuple(sorted(ops)), row_deps(graph))
+    rank = sched._ranks(*sched._keys())
+    order = np.argsort(rank)
+    tensor = np.repeat(np.arange(len(sched.heights)), sched.heights)[order]
+    row = (np.arange(len(rank)) - np.repeat(sched.offsets[:-1], sched.heights))[order]
+    return RowOrder(tuple(sched.refs), tuple(sched.heights), len(sched.entering), tensor, row)
 
 
 def peak_row_bytes(graph: ComputeGraph, ops: Sequence[int]) -> int:
@@ -154,7 +188,12 @@ class _RowSchedule:
         for k in range(len(self.entering)):  # one row in flight ahead of use
             start[self.offsets[k] + 1:self.offsets[k + 1]] = \
                 rank[self.offsets[k]:self.offsets[k + 1] - 1]
-        end = rank.copy()  # a row leaving the group is written as it is produced
+        end = rank.copy()
+        last_event = len(rank) - 1
+        for o in self.graph.outputs_of(self.ops):  # one row written back at a time:
+            seg = slice(self.offsets[self.index[o]], self.offsets[self.index[o] + 1])
+            rows = rank[seg]  # a leaving row is held until its successor is produced
+            end[seg] = np.append(rows[1:] - 1, last_event)
         for o in self.ops:
             self._release_inputs(o, rank, start, end)
         return start, np.maximum(end, start)
