@@ -8,6 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from simulator.cost import CostCache, PlanCost, evaluate_plan, get_scheme
+from simulator.engine import SimReport
+from simulator.engine import simulate as run_simulation
 from simulator.hw import HardwareConfig, load_hw
 from simulator.plan import (
     PartitionPlan,
@@ -19,9 +21,10 @@ from simulator.plan import (
 from simulator.workload.graph import ComputeGraph
 from simulator.workload.loader import load
 
-__all__ = ["Evaluation", "evaluate", "resolve_hw"]
+__all__ = ["Evaluation", "Simulation", "evaluate", "resolve_hw", "simulate"]
 
 EVALUATION_FORMAT = "fusion-dse.evaluation"
+SIMULATION_FORMAT = "fusion-dse.simulation"
 
 
 def resolve_hw(hw: str | HardwareConfig, overrides: Mapping[str, Any] | None = None,
@@ -87,3 +90,46 @@ def evaluate(model: str | ComputeGraph, hw: str | HardwareConfig = "edge-npu",
     cache = CostCache(graph, config, scheme)
     return Evaluation(graph, config, parsed, evaluate_plan(graph, parsed, config, scheme, cache),
                       cache)
+
+
+@dataclass(frozen=True)
+class Simulation:
+    """A plan executed on the simulated machine, next to its analytic evaluation."""
+
+    evaluation: Evaluation
+    report: SimReport
+
+    def to_dict(self) -> dict[str, Any]:
+        """The `fusion-dse simulate --format json` document (stable keys, see README)."""
+        ev, rep = self.evaluation, self.report
+        names = [op.name for op in ev.graph]
+        groups = []
+        for g in rep.groups:
+            entry = g.to_dict(names)
+            analytic = ev.cost.groups[g.index]
+            entry["analytic"] = {"buffer_bytes": analytic.buffer_bytes,
+                                 "dram_bytes": analytic.dram_bytes,
+                                 "cycles": analytic.timing.cycles}
+            groups.append(entry)
+        return {
+            "format": SIMULATION_FORMAT, "version": 1, "model": ev.graph.name,
+            "hw": ev.hw.to_dict(), "totals": rep.totals(),
+            "analytic": {"dram_bytes": ev.cost.dram_bytes, "mbu_bytes": ev.cost.mbu,
+                         "cycles": ev.cost.cycles, "energy_pj": ev.cost.energy_pj},
+            "groups": groups,
+        }
+
+
+def simulate(model: str | ComputeGraph, hw: str | HardwareConfig = "edge-npu",
+             scheme: str = "lbdf", plan: str | Path | PartitionPlan | None = None,
+             overrides: Mapping[str, Any] | None = None,
+             input_shape: str | None = None) -> Simulation:
+    """Evaluate a plan analytically, then execute it on the simulated machine.
+
+    Raises:
+        InputError subclasses as `evaluate`, and `SimulationError` when a group cannot run in
+        the buffer (named).
+    """
+    evaluation = evaluate(model, hw, scheme, plan, overrides, input_shape)
+    report = run_simulation(evaluation.graph, evaluation.plan, evaluation.hw, scheme)
+    return Simulation(evaluation, report)

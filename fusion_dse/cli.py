@@ -125,6 +125,65 @@ def _run_evaluate(args: argparse.Namespace) -> str:
     return reports.evaluation_text(result)
 
 
+def _add_simulate(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "simulate", help="execute a plan on the cycle-approximate simulator",
+        description="Execute a partition plan of MODEL event by event (simpy): DRAM transfers "
+                    "over a bandwidth-limited channel, a PE array, a buffer of the given "
+                    "capacity. Prints cycles, compute- vs DRAM-bound time, stalls, DRAM bytes, "
+                    "peak buffer occupancy and energy, per group and in total, next to the "
+                    "analytic model.",
+        epilog="--plot draws buffer occupancy and DRAM bandwidth over time with group "
+               "boundaries and a Gantt row per group; --trace writes Chrome trace-event JSON "
+               "(open it in https://ui.perfetto.dev).",
+    )
+    p.add_argument("model", metavar="MODEL", help="zoo name, .onnx path or module:callable")
+    p.add_argument("--scheme", choices=("lbdf", "brr", "lbl"), default="lbdf",
+                   help="dataflow (default: lbdf)")
+    p.add_argument("--plan", metavar="PLAN.json", help="plan to run (default: layer by layer)")
+    p.add_argument("--input-shape", metavar="N,C,H,W", help="input shape override")
+    p.add_argument("--format", choices=("table", "json"), default="table",
+                   help="output format (default: table)")
+    p.add_argument("--plot", metavar="OUT.png", help="write the occupancy/bandwidth/Gantt plot")
+    p.add_argument("--trace", metavar="OUT.json", help="write a Chrome trace-event file")
+    _add_hw_arguments(p)
+    p.set_defaults(run=_run_simulate)
+
+
+def _run_simulate(args: argparse.Namespace) -> str:
+    from fusion_dse.api import simulate
+
+    result = simulate(args.model, args.hw, args.scheme, args.plan, _hw_overrides(args),
+                      args.input_shape)
+    out = json.dumps(result.to_dict(), indent=2) if args.format == "json" \
+        else reports.simulation_text(result)
+    try:
+        _write_artifacts(result, args.plot, args.trace)
+    except InputError:
+        print(out)  # the results computed so far are not lost
+        raise
+    return out
+
+
+def _write_artifacts(result, plot: str | None, trace: str | None) -> None:
+    from pathlib import Path
+
+    graph, hw = result.evaluation.graph, result.evaluation.hw
+    try:
+        if plot:
+            from fusion_dse.plots import plot_simulation
+
+            plot_simulation(result.report, plot, f"{graph.name}, {result.report.scheme}, "
+                            f"{hw.name} ({hw.buffer_bytes / 1024:,.0f} KiB)", hw.buffer_bytes)
+        if trace:
+            from simulator.engine.trace import chrome_trace
+
+            Path(trace).write_text(json.dumps(chrome_trace(result.report,
+                                                           [op.name for op in graph])))
+    except OSError as err:
+        raise InputError(f"cannot write {err.filename!r}: {err.strerror}") from err
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``fusion-dse``."""
     parser = _Parser(
@@ -136,6 +195,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_models(sub)
     _add_inspect(sub)
     _add_evaluate(sub)
+    _add_simulate(sub)
     return parser
 
 

@@ -49,12 +49,24 @@ def _occupancy(ax, report: SimReport, ms: float, buffer_bytes: int) -> None:
 def _bandwidth(ax, report: SimReport, ms: float, end: int, bins: int) -> None:
     edges = np.linspace(0, end, bins + 1)
     for write, label in ((False, "read"), (True, "write")):
-        starts = np.array([t.start for t in report.transfers if t.write == write], dtype=float)
-        sizes = np.array([t.nbytes for t in report.transfers if t.write == write], dtype=float)
-        hist, _ = np.histogram(starts, bins=edges, weights=sizes)
-        ax.stairs(hist / np.diff(edges), edges * ms, label=label, fill=True, alpha=0.6)
+        moved = _bytes_moved_by(report, write, edges)
+        ax.stairs(np.diff(moved) / np.diff(edges), edges * ms, label=label, fill=True,
+                  alpha=0.6)
     ax.set_ylabel("DRAM (B/cycle)")
     ax.legend(loc="upper right", fontsize=8)
+
+
+def _bytes_moved_by(report: SimReport, write: bool, times: np.ndarray) -> np.ndarray:
+    """Cumulative bytes moved by each time: every transfer spreads its bytes evenly over the
+    cycles it holds the channel (transfers never overlap, so the curve is monotone)."""
+    chosen = [t for t in report.transfers if t.write == write]
+    if not chosen:
+        return np.zeros_like(times)
+    knots_t = np.array([[t.start, t.end] for t in chosen], dtype=float).ravel()
+    done = np.cumsum([t.nbytes for t in chosen], dtype=float)
+    knots_b = np.column_stack([np.concatenate(([0.0], done[:-1])), done]).ravel()
+    order = np.argsort(knots_t, kind="stable")
+    return np.interp(times, knots_t[order], knots_b[order])
 
 
 def _gantt(ax, report: SimReport, ms: float) -> None:

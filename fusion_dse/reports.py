@@ -123,6 +123,38 @@ def group_table(result: Any) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def simulation_text(result: Any) -> str:
+    """Totals and the per-group table of `fusion-dse simulate`."""
+    rep, ev = result.report, result.evaluation
+    hw, cost = ev.hw, ev.cost
+    lines = [
+        f"{ev.graph.name} on {hw.name} (buffer {_bytes(hw.buffer_bytes)}), scheme "
+        f"{rep.scheme}, {len(rep.groups)} groups, {rep.events:,} events",
+        f"  cycles                {rep.cycles:,}  ({rep.cycles / hw.clock_hz * 1e3:.3f} ms; "
+        f"analytic {cost.cycles:,})",
+        f"  DRAM                  {_bytes(rep.dram_bytes)}  (analytic {_bytes(cost.dram_bytes)})",
+        f"  peak buffer           {_bytes(rep.peak_buffer_bytes)}  (analytic max F_beta "
+        f"{_bytes(max(g.buffer_bytes for g in cost.groups))})",
+        f"  PE utilisation        {rep.pe_utilisation:.1%}",
+        f"  energy                {rep.energy_pj / 1e6:,.3f} uJ  (DRAM "
+        f"{rep.energy_dram_pj / 1e6:,.3f}, buffer {rep.energy_buffer_pj / 1e6:,.3f}, MAC "
+        f"{rep.energy_mac_pj / 1e6:,.3f})",
+        "",
+    ]
+    rows = []
+    for g in rep.groups:
+        names = [ev.graph[o].name for o in g.ops]
+        rows.append({
+            "group": g.index,
+            "ops": names[0] if len(names) == 1 else f"{names[0]} .. {names[-1]} ({len(names)})",
+            "mode": g.mode, "cycles": g.cycles, "compute": g.compute_cycles,
+            "stall": g.stall_cycles, "bound": g.bound, "DRAM": g.dram_bytes,
+            "peak_buffer": g.peak_buffer_bytes,
+            "F_beta": cost.groups[g.index].buffer_bytes,
+        })
+    return "\n".join(lines) + _text(pd.DataFrame(rows))
+
+
 def _bytes(n: int) -> str:
     return f"{n:,} B"
 
