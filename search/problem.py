@@ -1,0 +1,185 @@
+"""The search problem, the score of a plan, and the per-run context algorithms work in.
+
+`SearchProblem` is the frozen description of one optimisation (network, hardware, dataflow,
+objectives, splitter). `SearchContext` is what one run shares between the driver and the
+algorithm: the run's generator, the group-cost cache, the encoding, the repairer and the plan
+memo. `PlanScore` is the fast summary of a plan the algorithms are told; it sums the cached
+group costs exactly as `simulator.cost.evaluate_plan` does (the driver re-costs the best plan
+with it).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from search.encoding import EdgeEncoding, structure_problem
+from search.repair import Repairer
+from search.splitter import RandomSplitter, Splitter
+from simulator.cost import CostCache, get_scheme
+from simulator.errors import InputError
+from simulator.plan import PartitionPlan
+from simulator.workload.graph import ComputeGraph
+
+if TYPE_CHECKING:
+    from simulator.hw import HardwareConfig
+
+__all__ = ["OBJECTIVES", "PlanScore", "SearchContext", "SearchProblem", "parse_objectives"]
+
+OBJECTIVES: dict[str, str] = {
+    "dram": "DRAM traffic of the whole network, bytes (F_D summed over groups)",
+    "mbu": "max buffer usage: the largest F_beta over groups of fuseable ops, bytes",
+    "cycles": "analytic cycles summed over groups",
+}
+"""Objectives a search can minimise; every objective list starts with ``dram``."""
+
+
+def parse_objectives(objectives: str | Sequence[str]) -> tuple[str, ...]:
+    """Validated objective names from ``"dram,mbu"`` or ``("dram", "mbu")``.
+
+    Raises:
+        InputError: empty, unknown or repeated names, or a list not starting with ``dram``.
+    """
+    names = objectives.split(",") if isinstance(objectives, str) else list(objectives)
+    names = [str(n).strip().lower() for n in names]
+    unknown = [n for n in names if n not in OBJECTIVES]
+    if unknown or not names:
+        raise InputError(f"unknown objective {', '.join(map(repr, unknown)) or '(none)'}; "
+                         f"choose 'dram', 'dram,mbu' or 'dram,cycles'")
+    if names[0] != "dram" or len(set(names)) != len(names):
+        raise InputError(f"objectives {','.join(names)!r}: the first must be 'dram' and none "
+                         "may repeat (e.g. 'dram,mbu')")
+    return tuple(names)
+
+
+@dataclass(frozen=True)
+class SearchProblem:
+    """One optimisation: minimise `objectives` over valid plans of `graph` on `hw`.
+
+    Attributes:
+        graph: The network.
+        hw: The hardware configuration (its buffer size is the constraint).
+        scheme: Fusion dataflow, ``lbdf`` or ``brr``.
+        objectives: Objective names (`OBJECTIVES`), ``dram`` first.
+        splitter: Repair of groups that do not fit.
+    """
+
+    graph: ComputeGraph
+    hw: HardwareConfig
+    scheme: str = "lbdf"
+    objectives: tuple[str, ...] = ("dram",)
+    splitter: Splitter = field(default_factory=RandomSplitter)
+
+    def __post_init__(self) -> None:
+        scheme = str(self.scheme).lower()
+        get_scheme(scheme)
+        if scheme == "lbl":
+            raise InputError("scheme 'lbl' runs every op alone: there is nothing to search; "
+                             "choose 'lbdf' or 'brr'")
+        object.__setattr__(self, "scheme", scheme)
+        object.__setattr__(self, "objectives", parse_objectives(self.objectives))
+        if not self.splitter.supports(scheme):
+            raise InputError(f"repair {self.splitter.name!r} does not support scheme {scheme!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class PlanScore:
+    """The figures of one evaluated plan.
+
+    Attributes:
+        dram_bytes: DRAM traffic of the whole network.
+        dram_bytes_fuseable: DRAM traffic of groups of fuseable ops (the paper's scope).
+        mbu_bytes: Max buffer usage over groups of fuseable ops.
+        cycles: Analytic cycles.
+        energy_pj: Energy.
+        groups: Number of groups.
+        valid: Structurally valid and every group runs.
+    """
+
+    dram_bytes: int
+    dram_bytes_fuseable: int
+    mbu_bytes: int
+    cycles: int
+    energy_pj: float
+    groups: int
+    valid: bool
+
+    def objective(self, name: str) -> float:
+        """Value of objective `name`; +inf for an invalid plan."""
+        if not self.valid:
+            return math.inf
+        return float({"dram": self.dram_bytes, "mbu": self.mbu_bytes,
+                      "cycles": self.cycles}[name])
+
+    def objectives(self, names: Sequence[str]) -> tuple[float, ...]:
+        """Values of several objectives."""
+        return tuple(self.objective(n) for n in names)
+
+
+class SearchContext:
+    """What one run shares: generator, caches, encoding, repairer and plan memo.
+
+    Attributes:
+        problem: The problem.
+        graph: ``problem.graph``.
+        rng: The run's only generator.
+        cache: Group costs (memoised F_beta, F_D, cycles).
+        encoding: Edge-cut encoding with the unfusable ops excluded.
+        repairer: Applies the splitter to groups that do not fit (memoised).
+        plan_hits, plan_misses: Plan-memo lookups.
+    """
+
+    def __init__(self, problem: SearchProblem, rng: np.random.Generator,
+                 cache: CostCache | None = None) -> None:
+        self.problem, self.graph, self.rng = problem, problem.graph, rng
+        self.cache = cache or CostCache(problem.graph, problem.hw, problem.scheme)
+        self.unfusable = frozenset(self.cache.unfusable)
+        self.encoding = EdgeEncoding.of(problem.graph, self.unfusable)
+        self.repairer = Repairer(problem.graph, self.cache, problem.splitter,
+                                 int(rng.integers(2**63)))
+        self._scores: dict[PartitionPlan, PlanScore] = {}
+        self.plan_hits = 0
+        self.plan_misses = 0
+
+    def random_cuts(self, rng: np.random.Generator | None = None) -> np.ndarray:
+        """A random cut vector: each edge cut with one probability drawn uniformly per plan,
+        so that plans of every granularity, from one group to layer by layer, are sampled."""
+        rng = rng or self.rng
+        p = rng.random()
+        return rng.random(self.encoding.n_vars) < p
+
+    def random_plan(self) -> PartitionPlan:
+        """A repaired (valid) random plan."""
+        return self.repairer.repair(self.encoding.decode(self.random_cuts()).groups_ops())
+
+    def score(self, plan: PartitionPlan) -> PlanScore:
+        """The plan's figures (memoised per plan)."""
+        found = self._scores.get(plan)
+        if found is not None:
+            self.plan_hits += 1
+            return found
+        self.plan_misses += 1
+        found = self._score(plan)
+        self._scores[plan] = found
+        return found
+
+    def _score(self, plan: PartitionPlan) -> PlanScore:
+        groups = [g.ops for g in plan.groups]
+        valid = not structure_problem(self.graph, groups)
+        dram = dram_fused = mbu = cycles = 0
+        energy = 0.0
+        for ops in groups:
+            alone = len(ops) == 1 and ops[0] in self.unfusable
+            cost = self.cache.lbl(ops[0]) if alone else self.cache.group(ops)
+            valid = valid and (alone or cost.fits)
+            dram += cost.dram_bytes
+            cycles += cost.timing.cycles
+            energy += cost.timing.energy_pj
+            if not alone:
+                dram_fused += cost.dram_bytes
+                mbu = max(mbu, cost.buffer_bytes)
+        return PlanScore(dram, dram_fused, mbu, cycles, energy, len(groups), valid)

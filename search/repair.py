@@ -1,0 +1,119 @@
+"""Repair of proposed plans: the splitter applied to every group that does not fit.
+
+`Repairer.repair` turns any partition into connected groups into a *valid* plan (DESIGN.md):
+the graph of groups is made acyclic (`make_acyclic`), every group that does not fit is replaced
+by the splitter's pieces, and the two steps repeat until nothing changes. Each round only
+refines the partition and single ops always run, so the loop ends.
+
+Split results are memoised by group (the paper caches its recursive splitter the same way).
+The generator a split draws from is derived from the run's generator and the group itself, so a
+group is split the same way whenever it comes up in a run: memoisation changes nothing but
+speed, and results do not depend on the order in which groups are met.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+
+from search.encoding import Group, components, is_acyclic, make_acyclic, plan_of
+from search.splitter import Splitter
+from simulator.cost import CostCache
+from simulator.errors import InputError
+from simulator.plan import PartitionPlan
+from simulator.workload.graph import ComputeGraph
+
+__all__ = ["Repairer", "SplitterError"]
+
+
+class SplitterError(RuntimeError):
+    """A splitter broke its contract (a bug in the splitter, not bad user input)."""
+
+
+class Repairer:
+    """Repairs plans of one (graph, hardware, dataflow) with one splitter; memoises splits.
+
+    Attributes:
+        graph: The network.
+        cache: Group costs.
+        splitter: Applied to groups that do not fit.
+        hits, misses: Split-memo lookups answered from / added to the memo.
+    """
+
+    def __init__(self, graph: ComputeGraph, cache: CostCache, splitter: Splitter,
+                 key: int) -> None:
+        """Bind a splitter.
+
+        Args:
+            graph: The network.
+            cache: Group costs of (graph, hardware, dataflow).
+            splitter: The repair of groups that do not fit.
+            key: Non-negative integer drawn once from the run's generator; with a group's ops
+                it seeds the generator of that group's split.
+
+        Raises:
+            InputError: the splitter does not support the cache's dataflow.
+        """
+        if not splitter.supports(cache.scheme):
+            raise InputError(f"repair {splitter.name!r} does not support scheme "
+                             f"{cache.scheme!r}")
+        self.graph, self.cache, self.splitter, self.key = graph, cache, splitter, int(key)
+        self._unfusable = frozenset(cache.unfusable)
+        self._memo: dict[Group, tuple[Group, ...]] = {}
+        self.hits = 0
+        self.misses = 0
+
+    @property
+    def hit_rate(self) -> float:
+        """Fraction of split requests answered from the memo."""
+        total = self.hits + self.misses
+        return self.hits / total if total else 0.0
+
+    def runs(self, group: Group) -> bool:
+        """True if the group can execute: it fits, or it is an unfusable op alone (LBL)."""
+        if len(group) == 1 and group[0] in self._unfusable:
+            return True
+        return self.cache.group(group).fits
+
+    def split(self, group: Group) -> tuple[Group, ...]:
+        """The splitter's (memoised, checked) pieces of a group that does not fit."""
+        found = self._memo.get(group)
+        if found is not None:
+            self.hits += 1
+            return found
+        self.misses += 1
+        rng = np.random.default_rng([self.key, len(group), *group])
+        pieces = tuple(sorted(tuple(sorted(p)) for p in
+                              self.splitter.split(self.graph, group, self.cache, rng)))
+        self._check(group, pieces)
+        self._memo[group] = pieces
+        return pieces
+
+    def _check(self, group: Group, pieces: Sequence[Group]) -> None:
+        name = self.splitter.name
+        if sorted(o for p in pieces for o in p) != list(group):
+            raise SplitterError(f"splitter {name!r} returned pieces that do not cover the "
+                                f"group starting at op {group[0]} exactly")
+        for p in pieces:
+            if len(components(self.graph, p)) != 1:
+                raise SplitterError(f"splitter {name!r} returned a disconnected piece {p}")
+            if not self.runs(p):
+                raise SplitterError(f"splitter {name!r} returned a piece that does not fit: "
+                                    f"{p}")
+
+    def repair(self, groups: Iterable[Sequence[int]]) -> PartitionPlan:
+        """A valid plan from weakly connected, disjoint groups covering every op."""
+        current = make_acyclic(self.graph, [tuple(g) for g in groups])
+        while True:
+            out: list[Group] = []
+            changed = False
+            for g in current:
+                if self.runs(g):
+                    out.append(g)
+                else:
+                    out.extend(self.split(g))
+                    changed = True
+            if not changed:
+                return plan_of(out)
+            current = out if is_acyclic(self.graph, out) else make_acyclic(self.graph, out)
