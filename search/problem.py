@@ -154,7 +154,7 @@ class SearchContext:
 
     def random_plan(self) -> PartitionPlan:
         """A repaired (valid) random plan."""
-        return self.repairer.repair(self.encoding.decode(self.random_cuts()).groups_ops())
+        return self.repairer.repair(self.encoding.groups(self.random_cuts()))
 
     def score(self, plan: PartitionPlan) -> PlanScore:
         """The plan's figures (memoised per plan)."""

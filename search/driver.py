@@ -1,0 +1,225 @@
+"""The search driver: runs an ask-and-tell algorithm within a budget and records every plan.
+
+`run_search` builds the run's context (generator, caches, encoding, repairer), checks that the
+network has something to fuse, then repeats ask -> evaluate -> tell until the termination says
+stop. The last batch is truncated at the budget, so a `PlanBudget` of N evaluates exactly N
+plans. Each evaluated plan is scored (memoised), checked and recorded; the best plan (least
+DRAM) is re-costed with `simulator.cost.evaluate_plan`, the reference.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from search.algorithms.base import SearchAlgorithm
+from search.budget import SearchState, Termination, as_termination
+from search.pareto import ParetoArchive
+from search.problem import PlanScore, SearchContext, SearchProblem
+from search.result import HISTORY_COLUMNS, OBJECTIVE_COLUMNS, SearchResult, empty_history
+from simulator.cost import CostCache, evaluate_plan
+from simulator.plan import PartitionPlan, layer_by_layer
+
+__all__ = ["ProgressFn", "SUMMARY_FORMAT", "run_search", "search_space"]
+
+SUMMARY_FORMAT = "fusion-dse.search"
+
+ProgressFn = Callable[[int, "int | None"], None]
+"""Called after every batch with (plans evaluated, best DRAM bytes so far or None)."""
+
+
+def search_space(context: SearchContext) -> dict[str, int]:
+    """Size of the search space and which adjacent op pairs can share a group.
+
+    Returns:
+        ``ops``, ``unfusable_ops``, ``variables`` (fuseable edges), ``fusable_pairs`` (edges
+        whose two ops fit as one group), ``brr_incompatible_pairs`` and ``over_buffer_pairs``.
+    """
+    fits = incompatible = 0
+    for i, j in context.encoding.edges:
+        cost = context.cache.group((i, j))
+        fits += cost.fits
+        incompatible += (not cost.fits) and cost.reason.startswith("BRR-incompatible")
+    n_vars = context.encoding.n_vars
+    return {
+        "ops": len(context.graph),
+        "unfusable_ops": len(context.unfusable),
+        "variables": n_vars,
+        "fusable_pairs": fits,
+        "brr_incompatible_pairs": incompatible,
+        "over_buffer_pairs": n_vars - fits - incompatible,
+    }
+
+
+def _status(problem: SearchProblem, space: dict[str, int]) -> tuple[str, str, list[str]]:
+    """(status, message, notes) of a run before it starts."""
+    g, buf, scheme = problem.graph.name, f"{problem.hw.buffer_bytes:,} B", problem.scheme
+    notes = []
+    if space["brr_incompatible_pairs"]:
+        notes.append(f"{space['brr_incompatible_pairs']} of {space['variables']} adjacent op "
+                     "pairs are BRR-incompatible (a globally pooled tensor broadcast onto a "
+                     "feature map, as in squeeze-and-excitation): plans keep them apart")
+    if space["unfusable_ops"] == space["ops"]:
+        return "nothing_to_fuse", (f"every op of {g} is unfusable under {scheme} with a {buf} "
+                                   "buffer (each needs more than the buffer even alone): the "
+                                   "layer-by-layer plan is the only plan"), notes
+    if space["variables"] == 0:
+        return "nothing_to_fuse", (f"no two adjacent ops of {g} are both fuseable under "
+                                   f"{scheme} with a {buf} buffer: the layer-by-layer plan is "
+                                   "the only plan"), notes
+    if space["fusable_pairs"] == 0:
+        return "no_fusable_pair", (f"no two adjacent ops of {g} fit one {scheme} group with a "
+                                   f"{buf} buffer ({space['brr_incompatible_pairs']} pairs "
+                                   f"BRR-incompatible, {space['over_buffer_pairs']} over the "
+                                   "buffer): the layer-by-layer plan is the only valid plan"
+                                   ), notes
+    return "ok", "", notes
+
+
+@dataclass
+class _Recorder:
+    """History rows, best plan and Pareto archive of one run."""
+
+    objectives: tuple[str, ...]
+    rows: list[tuple] = field(default_factory=list)
+    best: PartitionPlan | None = None
+    best_score: PlanScore | None = None
+    best_at: int = 0
+    archive: ParetoArchive[tuple[PartitionPlan, PlanScore]] = field(default_factory=ParetoArchive)
+
+    @property
+    def evaluated(self) -> int:
+        return len(self.rows)
+
+    def state(self) -> SearchState:
+        return SearchState(self.evaluated, self.best_at)
+
+    def add(self, plan: PartitionPlan, s: PlanScore) -> None:
+        n = self.evaluated + 1
+        if s.valid and (self.best_score is None or s.dram_bytes < self.best_score.dram_bytes):
+            self.best, self.best_score, self.best_at = plan, s, n
+        if s.valid and len(self.objectives) > 1:
+            self.archive.add(s.objectives(self.objectives), n, (plan, s))
+        b = self.best_score
+        self.rows.append((n, s.dram_bytes, s.dram_bytes_fuseable, s.mbu_bytes, s.cycles,
+                          s.groups, s.valid, b.dram_bytes if b else None,
+                          b.dram_bytes_fuseable if b else None))
+
+    def history(self) -> pd.DataFrame:
+        if not self.rows:
+            return empty_history()
+        df = pd.DataFrame(self.rows, columns=list(HISTORY_COLUMNS))
+        kinds = {c: ("bool" if c == "valid" else
+                     "Int64" if c.startswith("best") else "int64") for c in HISTORY_COLUMNS}
+        return df.astype(kinds)
+
+    def pareto(self) -> tuple[pd.DataFrame | None, tuple[PartitionPlan, ...]]:
+        if len(self.objectives) < 2:
+            return None, ()
+        entries = self.archive.entries
+        rows = []
+        for e in entries:
+            s = e.item[1]
+            row = {"evaluation": e.evaluation}
+            row.update({OBJECTIVE_COLUMNS[o]: int(v) for o, v in zip(self.objectives,
+                                                                     e.values, strict=True)})
+            row.update(dram_bytes_fuseable=s.dram_bytes_fuseable, groups=s.groups)
+            rows.append(row)
+        columns = ["evaluation", *(OBJECTIVE_COLUMNS[o] for o in self.objectives),
+                   "dram_bytes_fuseable", "groups"]
+        return pd.DataFrame(rows, columns=columns), tuple(e.item[0] for e in entries)
+
+
+def run_search(problem: SearchProblem, algorithm: SearchAlgorithm, budget: int | Termination,
+               rng: np.random.Generator, progress: ProgressFn | None = None,
+               cache: CostCache | None = None) -> SearchResult:
+    """Search for the valid plan with the least DRAM traffic.
+
+    Args:
+        problem: Network, hardware, dataflow, objectives and splitter.
+        algorithm: A fresh (or restartable) ask-and-tell algorithm.
+        budget: Number of plans to propose and evaluate, or a `Termination`.
+        rng: The run's generator: the only source of randomness, passed down.
+        progress: Called after every batch (see `ProgressFn`).
+        cache: Group-cost cache to use (a fresh one by default).
+
+    Returns:
+        The result; when the network has nothing to fuse (see ``summary["status"]``) the
+        layer-by-layer plan, with no plan evaluated.
+
+    Raises:
+        InputError: a budget that is not a positive integer.
+    """
+    termination = as_termination(budget)
+    started = time.perf_counter()
+    context = SearchContext(problem, rng, cache)
+    space = search_space(context)
+    status, message, notes = _status(problem, space)
+    recorder = _Recorder(problem.objectives)
+    if status == "ok":
+        _loop(context, algorithm, termination, recorder, progress)
+    plan = recorder.best if recorder.best is not None else layer_by_layer(problem.graph)
+    cost = evaluate_plan(problem.graph, plan, problem.hw, problem.scheme, context.cache)
+    if not cost.valid:
+        raise RuntimeError(f"search returned an invalid plan: {cost.violations[0]}")
+    pareto, front = recorder.pareto()
+    summary = _summary(problem, algorithm, termination, context, recorder, cost, space)
+    summary.update(status=status, message=message, notes=notes,
+                   seconds=round(time.perf_counter() - started, 3))
+    return SearchResult(problem.graph, problem.hw, plan, cost, recorder.history(), summary,
+                        pareto, front)
+
+
+def _loop(context: SearchContext, algorithm: SearchAlgorithm, termination: Termination,
+          recorder: _Recorder, progress: ProgressFn | None) -> None:
+    algorithm.start(context)
+    while not termination.done(recorder.state()):
+        plans = algorithm.ask()
+        if not plans:
+            raise RuntimeError(f"algorithm {algorithm.name!r} proposed no plan")
+        cap = termination.remaining(recorder.state())
+        plans = plans[:cap] if cap is not None else plans
+        scores = [context.score(p) for p in plans]
+        for p, s in zip(plans, scores, strict=True):
+            recorder.add(p, s)
+        algorithm.tell(plans, scores)
+        if progress is not None:
+            best = recorder.best_score
+            progress(recorder.evaluated, best.dram_bytes if best else None)
+
+
+def _rate(hits: int, misses: int) -> dict[str, Any]:
+    total = hits + misses
+    return {"hits": hits, "misses": misses, "hit_rate": round(hits / total, 6) if total else 0.0}
+
+
+def _summary(problem: SearchProblem, algorithm: SearchAlgorithm, termination: Termination,
+             context: SearchContext, recorder: _Recorder, cost: Any,
+             space: dict[str, int]) -> dict[str, Any]:
+    repairer = context.repairer
+    return {
+        "format": SUMMARY_FORMAT,
+        "version": 1,
+        "model": problem.graph.name,
+        "hw": problem.hw.name,
+        "buffer_bytes": problem.hw.buffer_bytes,
+        "scheme": problem.scheme,
+        "search": algorithm.name,
+        "repair": problem.splitter.name,
+        "objectives": list(problem.objectives),
+        "budget": termination.remaining(SearchState(0, 0)),
+        "budget_used": recorder.evaluated,
+        "distinct_plans": context.plan_misses,
+        "best": {**cost.totals(), "found_at": recorder.best_at},
+        "search_space": space,
+        "caches": {
+            "group": _rate(context.cache.hits, context.cache.misses),
+            "splitter": _rate(repairer.hits, repairer.misses),
+            "plan": _rate(context.plan_hits, context.plan_misses),
+        },
+    }
