@@ -14,41 +14,25 @@ import time
 
 from simulator.cost import CostCache, brr, evaluate_plan, lbdf
 from simulator.hw import load_hw
-from simulator.plan import PartitionPlan
+from simulator.plan import PartitionPlan, connected_components, segment_plan
 from simulator.workload.loader import load_zoo
 
 
 def random_segment_plan(graph, rng: random.Random, max_len: int = 12) -> PartitionPlan:
     """Contiguous segments of the topological order split into connected components."""
-    groups, start = [], 0
-    while start < len(graph):
-        end = min(len(graph), start + rng.randint(1, max_len))
-        groups.extend(components(graph, range(start, end)))
-        start = end
-    return PartitionPlan.of(groups)
-
-
-def components(graph, ops) -> list[list[int]]:
-    ops = set(ops)
-    out = []
-    while ops:
-        stack, comp = [ops.pop()], []
-        while stack:
-            n = stack.pop()
-            comp.append(n)
-            for m in (*graph.predecessors(n), *graph.successors(n)):
-                if m in ops:
-                    ops.remove(m)
-                    stack.append(m)
-        out.append(comp)
-    return out
+    cuts, at = [], 0
+    while at < len(graph):
+        at += rng.randint(1, max_len)
+        cuts.append(at)
+    return segment_plan(graph, cuts)
 
 
 def random_groups(graph, rng: random.Random, n: int, max_ops: int = 30) -> list[tuple[int, ...]]:
     groups = []
     while len(groups) < n:
         start = rng.randrange(len(graph))
-        comp = components(graph, range(start, min(len(graph), start + rng.randint(1, max_ops))))
+        comp = connected_components(
+            graph, range(start, min(len(graph), start + rng.randint(1, max_ops))))
         groups.append(tuple(sorted(max(comp, key=len))))
     return groups
 

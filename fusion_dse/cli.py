@@ -92,6 +92,19 @@ def _hw_overrides(args: argparse.Namespace) -> dict[str, object]:
     return overrides
 
 
+def _add_plan_arguments(p: argparse.ArgumentParser, verb: str) -> None:
+    """MODEL, dataflow, plan, input shape, output format and the hardware options."""
+    p.add_argument("model", metavar="MODEL", help="zoo name, .onnx path or module:callable")
+    p.add_argument("--scheme", choices=("lbdf", "brr", "lbl"), default="lbdf",
+                   help="dataflow (default: lbdf)")
+    p.add_argument("--plan", metavar="PLAN.json", help=f"plan to {verb} (default: layer by "
+                                                       "layer)")
+    p.add_argument("--input-shape", metavar="N,C,H,W", help="input shape override")
+    p.add_argument("--format", choices=("table", "json"), default="table",
+                   help="output format (default: table)")
+    _add_hw_arguments(p)
+
+
 def _add_evaluate(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "evaluate", help="cost a partition plan (default: layer by layer) under a dataflow",
@@ -104,14 +117,7 @@ def _add_evaluate(sub: argparse._SubParsersAction) -> None:
                "refused; a plan that is not a partition (unknown op, overlap, missing ops, "
                "a cycle between groups) is refused.",
     )
-    p.add_argument("model", metavar="MODEL", help="zoo name, .onnx path or module:callable")
-    p.add_argument("--scheme", choices=("lbdf", "brr", "lbl"), default="lbdf",
-                   help="dataflow (default: lbdf)")
-    p.add_argument("--plan", metavar="PLAN.json", help="plan to cost (default: layer by layer)")
-    p.add_argument("--input-shape", metavar="N,C,H,W", help="input shape override")
-    p.add_argument("--format", choices=("table", "json"), default="table",
-                   help="output format (default: table)")
-    _add_hw_arguments(p)
+    _add_plan_arguments(p, "cost")
     p.set_defaults(run=_run_evaluate)
 
 
@@ -137,16 +143,9 @@ def _add_simulate(sub: argparse._SubParsersAction) -> None:
                "boundaries and a Gantt row per group; --trace writes Chrome trace-event JSON "
                "(open it in https://ui.perfetto.dev).",
     )
-    p.add_argument("model", metavar="MODEL", help="zoo name, .onnx path or module:callable")
-    p.add_argument("--scheme", choices=("lbdf", "brr", "lbl"), default="lbdf",
-                   help="dataflow (default: lbdf)")
-    p.add_argument("--plan", metavar="PLAN.json", help="plan to run (default: layer by layer)")
-    p.add_argument("--input-shape", metavar="N,C,H,W", help="input shape override")
-    p.add_argument("--format", choices=("table", "json"), default="table",
-                   help="output format (default: table)")
+    _add_plan_arguments(p, "run")
     p.add_argument("--plot", metavar="OUT.png", help="write the occupancy/bandwidth/Gantt plot")
     p.add_argument("--trace", metavar="OUT.json", help="write a Chrome trace-event file")
-    _add_hw_arguments(p)
     p.set_defaults(run=_run_simulate)
 
 

@@ -24,6 +24,7 @@ __all__ = [
     "FusionGroup",
     "PartitionPlan",
     "PlanError",
+    "connected_components",
     "layer_by_layer",
     "load_plan",
     "segment_plan",
@@ -114,11 +115,13 @@ def segment_plan(graph: ComputeGraph, cuts: Iterable[int]) -> PartitionPlan:
     bounds = sorted({0, len(graph), *(int(c) for c in cuts if 0 < int(c) < len(graph))})
     groups: list[list[int]] = []
     for a, b in zip(bounds, bounds[1:], strict=False):
-        groups.extend(_components(graph, range(a, b)))
+        groups.extend(connected_components(graph, range(a, b)))
     return PartitionPlan.of(groups)
 
 
-def _components(graph: ComputeGraph, ops: Iterable[int]) -> list[list[int]]:
+def connected_components(graph: ComputeGraph, ops: Iterable[int]) -> list[list[int]]:
+    """The weakly connected components of the node set `ops` (each listed from its
+    smallest op id)."""
     left = set(ops)
     found = []
     while left:

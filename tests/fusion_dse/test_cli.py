@@ -11,24 +11,14 @@ import sys
 import pandas as pd
 import pytest
 
-from fusion_dse.cli import main
 from simulator.workload.graph import ComputeGraph
 
 MODEL_KEYS = {"name", "input_shape", "ops", "convs", "params", "weights", "macs",
               "activation_bytes"}
 
 
-def run(capsys, *argv: str) -> tuple[int, str, str]:
-    try:
-        code = main(list(argv))
-    except SystemExit as stop:  # argparse usage errors
-        code = stop.code
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def test_models_json_lists_the_zoo_with_stable_keys(capsys):
-    code, out, _ = run(capsys, "models", "--format", "json")
+def test_models_json_lists_the_zoo_with_stable_keys(cli):
+    code, out, _ = cli("models", "--format", "json")
     doc = json.loads(out)
     assert code == 0 and doc["format"] == "fusion-dse.models" and doc["dtype_bytes"] == 1
     rows = {m["name"]: m for m in doc["models"]}
@@ -38,22 +28,22 @@ def test_models_json_lists_the_zoo_with_stable_keys(capsys):
     assert rows["resnet18"]["convs"] == 20
 
 
-def test_models_table_is_readable(capsys):
-    code, out, _ = run(capsys, "models")
+def test_models_table_is_readable(cli):
+    code, out, _ = cli("models")
     assert code == 0
     assert "deeplabv3_mobilenet_v3_large" in out and "138,357,544" in out
 
 
-def test_inspect_formats(capsys):
-    code, out, _ = run(capsys, "inspect", "resnet18", "--format", "csv")
+def test_inspect_formats(cli):
+    code, out, _ = cli("inspect", "resnet18", "--format", "csv")
     table = pd.read_csv(io.StringIO(out))
     assert code == 0 and len(table) == 49
     assert list(table.columns[:4]) == ["id", "name", "kind", "op_type"]
     assert table.loc[0, "kind"] == "conv" and table.loc[0, "inputs"] == "in0"
-    code, out, _ = run(capsys, "inspect", "resnet18@64", "--format", "json")
+    code, out, _ = cli("inspect", "resnet18@64", "--format", "json")
     g = ComputeGraph.from_json(out)
     assert g.input_shapes == ((1, 3, 64, 64),)
-    code, out, _ = run(capsys, "inspect", "squeezenet1_1", "--input-shape", "1,3,96,96")
+    code, out, _ = cli("inspect", "squeezenet1_1", "--input-shape", "1,3,96,96")
     assert code == 0 and "1x3x96x96" in out and "Many-to-Many" in out
 
 
@@ -66,18 +56,18 @@ def test_inspect_formats(capsys):
     (["inspect"], "the following arguments are required: MODEL"),
     (["frobnicate"], "invalid choice"),
 ])
-def test_bad_input_is_one_line_with_exit_status_2(capsys, argv, message):
-    code, _, err = run(capsys, *argv)
+def test_bad_input_is_one_line_with_exit_status_2(cli, argv, message):
+    code, _, err = cli(*argv)
     assert code == 2
     lines = err.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in err
     assert re.search(message, lines[0]), lines[0]
 
 
-def test_corrupt_onnx_and_unsupported_op_via_the_console(tmp_path, capsys):
+def test_corrupt_onnx_and_unsupported_op_via_the_console(tmp_path, cli):
     bad = tmp_path / "bad.onnx"
     bad.write_bytes(b"\x00\x01 not a protobuf \xff" * 10)
-    code, _, err = run(capsys, "inspect", str(bad))
+    code, _, err = cli("inspect", str(bad))
     assert code == 2 and "bad.onnx" in err and len(err.strip().splitlines()) == 1
     (tmp_path / "odd_net.py").write_text(
         "from torch import nn\n"
@@ -87,9 +77,9 @@ def test_corrupt_onnx_and_unsupported_op_via_the_console(tmp_path, capsys):
     )
     sys.path.insert(0, str(tmp_path))
     try:
-        code, _, err = run(capsys, "inspect", "odd_net:build", "--input-shape", "1,3,4,4")
+        code, _, err = cli("inspect", "odd_net:build", "--input-shape", "1,3,4,4")
         assert code == 2 and "Conv3d" in err and "--allow-opaque" in err
-        code, out, err = run(capsys, "inspect", "odd_net:build", "--input-shape", "1,3,4,4",
+        code, out, err = cli("inspect", "odd_net:build", "--input-shape", "1,3,4,4",
                              "--allow-opaque")
         assert code == 0 and "opaque" in out and "warning" in err
     finally:

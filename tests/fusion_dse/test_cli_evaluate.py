@@ -7,8 +7,6 @@ import re
 
 import pytest
 
-from fusion_dse.cli import main
-
 TOTAL_KEYS = {"scheme", "valid", "violations", "groups", "unfusable_ops", "dram_bytes",
               "dram_bytes_fuseable", "mbu_bytes", "cycles", "energy_pj", "lower_bound_bytes",
               "lower_bound_fuseable_bytes", "lbl_dram_bytes", "lbl_dram_fuseable_bytes"}
@@ -17,17 +15,8 @@ GROUP_KEYS = {"ops", "buffer_bytes", "weight_buffer_bytes", "dram_bytes", "dram_
               "reason", "unfusable"}
 
 
-def run(capsys, *argv):
-    try:
-        code = main(list(argv))
-    except SystemExit as stop:
-        code = stop.code
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def test_json_document_has_stable_keys_and_the_lbl_plan_by_default(capsys):
-    code, out, _ = run(capsys, "evaluate", "resnet18", "--buffer", "128KiB", "--format", "json")
+def test_json_document_has_stable_keys_and_the_lbl_plan_by_default(cli):
+    code, out, _ = cli("evaluate", "resnet18", "--buffer", "128KiB", "--format", "json")
     doc = json.loads(out)
     assert code == 0 and doc["format"] == "fusion-dse.evaluation"
     assert set(doc["totals"]) == TOTAL_KEYS
@@ -39,27 +28,27 @@ def test_json_document_has_stable_keys_and_the_lbl_plan_by_default(capsys):
     assert t["lower_bound_bytes"] < t["dram_bytes"]
 
 
-def test_a_fused_plan_lowers_dram_and_groups_over_the_buffer_are_reported(capsys, tmp_path):
+def test_a_fused_plan_lowers_dram_and_groups_over_the_buffer_are_reported(cli, tmp_path):
     plan = tmp_path / "plan.json"
     plan.write_text(json.dumps({"groups": [["conv1", "relu", "maxpool"]]
                                 + [[k] for k in range(3, 49)]}))
-    code, out, _ = run(capsys, "evaluate", "resnet18", "--plan", str(plan), "--format", "json")
+    code, out, _ = cli("evaluate", "resnet18", "--plan", str(plan), "--format", "json")
     doc = json.loads(out)
     assert code == 0 and doc["totals"]["valid"]
     assert doc["totals"]["dram_bytes"] < doc["totals"]["lbl_dram_bytes"]
-    code, out, _ = run(capsys, "evaluate", "resnet18", "--plan", str(plan), "--buffer", "8KiB")
+    code, out, _ = cli("evaluate", "resnet18", "--plan", str(plan), "--buffer", "8KiB")
     assert code == 0 and "plan valid            NO: group 0 (conv1, 3 ops)" in out
 
 
-def test_table_shows_totals_and_groups(capsys):
-    code, out, _ = run(capsys, "evaluate", "mobilenet_v2", "--scheme", "brr", "--hw", "eyeriss")
+def test_table_shows_totals_and_groups(cli):
+    code, out, _ = cli("evaluate", "mobilenet_v2", "--scheme", "brr", "--hw", "eyeriss")
     assert code == 0
     assert "scheme brr" in out and "lower bound" in out and "F_beta" in out
     assert "eyeriss" in out
 
 
-def test_set_overrides_any_hardware_key(capsys):
-    code, out, _ = run(capsys, "evaluate", "squeezenet1_1", "--set", "energy.mac_pj=0",
+def test_set_overrides_any_hardware_key(cli):
+    code, out, _ = cli("evaluate", "squeezenet1_1", "--set", "energy.mac_pj=0",
                        "--set", "energy.dram_pj_per_byte=0", "--set", "energy.buffer_pj_per_byte=0",
                        "--format", "json")
     assert code == 0 and json.loads(out)["totals"]["energy_pj"] == 0
@@ -70,24 +59,24 @@ def test_set_overrides_any_hardware_key(capsys):
     ([["conv1", "relu"], ["relu", "maxpool"]], "is in group 0 and group 1"),
     ([["conv1", "relu"]], r"op\(s\) in no group"),
 ])
-def test_bad_plans_are_refused_with_the_reason(capsys, tmp_path, groups, message):
+def test_bad_plans_are_refused_with_the_reason(cli, tmp_path, groups, message):
     plan = tmp_path / "plan.json"
     plan.write_text(json.dumps({"groups": groups}))
-    code, _, err = run(capsys, "evaluate", "resnet18", "--plan", str(plan))
+    code, _, err = cli("evaluate", "resnet18", "--plan", str(plan))
     assert code == 2 and len(err.strip().splitlines()) == 1
     assert re.search(message, err), err
 
 
-def test_a_plan_whose_groups_form_a_cycle_is_refused(capsys, tmp_path):
+def test_a_plan_whose_groups_form_a_cycle_is_refused(cli, tmp_path):
     # layer1.0: conv1 -> bn/relu -> conv2 -> add(conv2, maxpool output) -> relu
-    doc = json.loads(run(capsys, "inspect", "resnet18", "--format", "json")[1])
+    doc = json.loads(cli("inspect", "resnet18", "--format", "json")[1])
     names = [op["name"] for op in doc["ops"]]
     add = next(k for k, op in enumerate(doc["ops"]) if op["kind"] == "eltwise_binary")
     first = [names[3], names[add]]  # maxpool and the add: re-entered through the conv branch
     rest = [[n] for k, n in enumerate(names) if n not in first]
     plan = tmp_path / "plan.json"
     plan.write_text(json.dumps({"groups": [first, *rest]}))
-    code, _, err = run(capsys, "evaluate", "resnet18", "--plan", str(plan))
+    code, _, err = cli("evaluate", "resnet18", "--plan", str(plan))
     assert code == 2 and ("cycle" in err or "not connected" in err)
 
 
@@ -99,14 +88,14 @@ def test_a_plan_whose_groups_form_a_cycle_is_refused(capsys, tmp_path):
     (["--set", "novalue"], "expected KEY=VALUE"),
     (["--scheme", "xyz"], "invalid choice"),
 ])
-def test_bad_hardware_input_is_one_line_with_status_2(capsys, argv, message):
-    code, _, err = run(capsys, "evaluate", "squeezenet1_1", *argv)
+def test_bad_hardware_input_is_one_line_with_status_2(cli, argv, message):
+    code, _, err = cli("evaluate", "squeezenet1_1", *argv)
     assert code == 2 and len(err.strip().splitlines()) == 1 and "Traceback" not in err
     assert message in err, err
 
 
-def test_bad_hardware_file_names_file_key_and_value(capsys, tmp_path):
+def test_bad_hardware_file_names_file_key_and_value(cli, tmp_path):
     bad = tmp_path / "npu.yaml"
     bad.write_text("name: x\nbuffer: 256KiB\ndram_bandwith: 16\n")
-    code, _, err = run(capsys, "evaluate", "squeezenet1_1", "--hw", str(bad))
+    code, _, err = cli("evaluate", "squeezenet1_1", "--hw", str(bad))
     assert code == 2 and "npu.yaml" in err and "dram_bandwith" in err

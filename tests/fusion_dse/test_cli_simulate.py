@@ -4,25 +4,14 @@ from __future__ import annotations
 
 import json
 
-from fusion_dse.cli import main
-
 TOTAL_KEYS = {"scheme", "groups", "cycles", "time_ms", "dram_bytes", "peak_buffer_bytes",
               "macs", "pe_utilisation", "energy_pj", "energy_dram_pj", "energy_buffer_pj",
               "energy_mac_pj", "events"}
 
 
-def run(capsys, *argv):
-    try:
-        code = main(list(argv))
-    except SystemExit as stop:
-        code = stop.code
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def test_json_plot_and_trace(capsys, tmp_path):
+def test_json_plot_and_trace(cli, tmp_path):
     png, trace = tmp_path / "sim.png", tmp_path / "trace.json"
-    code, out, err = run(capsys, "simulate", "squeezenet1_1", "--input-shape", "1,3,96,96",
+    code, out, err = cli("simulate", "squeezenet1_1", "--input-shape", "1,3,96,96",
                          "--buffer", "256KiB", "--format", "json", "--plot", str(png),
                          "--trace", str(trace))
     assert code == 0, err
@@ -35,22 +24,22 @@ def test_json_plot_and_trace(capsys, tmp_path):
     assert {e["ph"] for e in events} == {"M", "X", "C"}
 
 
-def test_table_output(capsys):
-    code, out, _ = run(capsys, "simulate", "resnet18", "--input-shape", "1,3,64,64",
+def test_table_output(cli):
+    code, out, _ = cli("simulate", "resnet18", "--input-shape", "1,3,64,64",
                        "--scheme", "brr", "--buffer", "128KiB")
     assert code == 0 and "PE utilisation" in out and "stall" in out and "F_beta" in out
 
 
-def test_plan_that_does_not_fit_is_one_line_with_status_2(capsys, tmp_path):
+def test_plan_that_does_not_fit_is_one_line_with_status_2(cli, tmp_path):
     plan = tmp_path / "plan.json"
     plan.write_text(json.dumps({"groups": [list(range(0, 6))] + [[k] for k in range(6, 49)]}))
-    code, _, err = run(capsys, "simulate", "resnet18", "--input-shape", "1,3,96,96",
+    code, _, err = cli("simulate", "resnet18", "--input-shape", "1,3,96,96",
                        "--plan", str(plan), "--buffer", "32KiB")
     assert code == 2 and len(err.strip().splitlines()) == 1
     assert "group 0 (conv1, 6 ops) cannot run" in err
 
 
-def test_unwritable_plot_path_is_reported(capsys, tmp_path):
-    code, _, err = run(capsys, "simulate", "squeezenet1_1", "--input-shape", "1,3,64,64",
+def test_unwritable_plot_path_is_reported(cli, tmp_path):
+    code, _, err = cli("simulate", "squeezenet1_1", "--input-shape", "1,3,64,64",
                        "--plot", str(tmp_path / "missing" / "x.png"))
     assert code == 2 and "cannot write" in err

@@ -1,0 +1,144 @@
+"""``fusion-dse optimize``: the partition search as a subcommand (wired in by `fusion_dse.cli`).
+
+A thin adapter over `fusion_dse.optimize.optimize` and `write_outputs`: parse, run, write the
+outputs, print a short summary. Bad input raises `InputError` (one line, exit status 2, from
+`fusion_dse.cli.main`); a network with nothing to fuse is reported with a note on stderr and the
+layer-by-layer plan as the result (exit status 0).
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from search.algorithms import ALGORITHMS
+from search.splitter import SPLITTERS
+
+__all__ = ["DEFAULT_OUT_ROOT", "add_optimize", "default_out_dir", "run_optimize", "summary_text"]
+
+DEFAULT_OUT_ROOT = "fusion-dse-out"
+
+
+def add_optimize(sub: argparse._SubParsersAction) -> None:
+    """Add the ``optimize`` subcommand to a `fusion-dse` subparsers action."""
+    from fusion_dse.cli import _add_hw_arguments
+
+    p = sub.add_parser(
+        "optimize", help="search the partition plan with the least DRAM traffic",
+        description="Search the partition plans of MODEL for the one with the least DRAM "
+                    "traffic whose groups all fit the on-chip buffer, within a budget of "
+                    "proposed plans; groups over the buffer are repaired by the splitter. "
+                    "Prints the best plan's figures next to the reference baselines (layer "
+                    "by layer, compulsory lower bound, optimal segment plan, DNNFusion greedy) "
+                    "and writes plan.json, history.csv, summary.json and budget.png (with two "
+                    "objectives also pareto.csv and pareto.png) to --out.",
+        epilog="The same --seed gives the same plan and history. A network with nothing to "
+               "fuse (every op over the buffer alone, or no two adjacent ops fitting one "
+               "group) gives the layer-by-layer plan with a note on stderr. plan.json can be "
+               "costed again with: fusion-dse evaluate MODEL --plan DIR/plan.json",
+    )
+    p.add_argument("model", metavar="MODEL", help="zoo name, .onnx path or module:callable")
+    p.add_argument("--scheme", choices=("lbdf", "brr"), default="lbdf",
+                   help="fusion dataflow (default: lbdf)")
+    p.add_argument("--search", choices=tuple(ALGORITHMS), default="ls",
+                   help="rs: random, ls: local search, nsga2: NSGA-II (default: ls)")
+    p.add_argument("--repair", choices=tuple(SPLITTERS), default="random",
+                   help="splitter for groups over the buffer (default: random)")
+    p.add_argument("--budget", type=int, default=2000, metavar="N",
+                   help="partition plans to propose and evaluate, exactly (default: 2000)")
+    p.add_argument("--seed", type=int, default=0, metavar="S",
+                   help="seed of the run (default: 0)")
+    p.add_argument("--objectives", default="dram", metavar="OBJ",
+                   help="dram, dram,mbu or dram,cycles (default: dram); two objectives "
+                        "also write the Pareto front")
+    p.add_argument("--out", metavar="DIR",
+                   help=f"output folder, created (default: {DEFAULT_OUT_ROOT}/"
+                        "MODEL-SCHEME-SEARCH)")
+    p.add_argument("--input-shape", metavar="N,C,H,W", help="input shape override")
+    p.add_argument("--quiet", "-q", action="store_true",
+                   help="no progress bar (it is shown only when stderr is a terminal)")
+    _add_hw_arguments(p)
+    p.set_defaults(run=run_optimize)
+
+
+def default_out_dir(model_name: str, scheme: str, search: str) -> Path:
+    """``fusion-dse-out/<model>-<scheme>-<search>`` (relative to the working directory)."""
+    slug = re.sub(r"[^A-Za-z0-9_.@-]+", "_", model_name).strip("_.") or "model"
+    return Path(DEFAULT_OUT_ROOT) / f"{slug}-{scheme}-{search}"
+
+
+def run_optimize(args: argparse.Namespace) -> str:
+    """Run the search, write the outputs, return the summary text."""
+    from fusion_dse.cli import _hw_overrides
+    from fusion_dse.optimize import optimize, write_outputs
+
+    result = optimize(args.model, hw=args.hw, scheme=args.scheme, search=args.search,
+                      repair=args.repair, budget=args.budget, seed=args.seed,
+                      objectives=args.objectives, overrides=_hw_overrides(args),
+                      progress=not args.quiet and sys.stderr.isatty(),
+                      input_shape=args.input_shape)
+    out = Path(args.out) if args.out else default_out_dir(result.graph.name, args.scheme,
+                                                          args.search)
+    files = write_outputs(result, out)
+    for line in (result.summary["message"], *result.summary["notes"]):
+        if line:
+            print(f"fusion-dse: note: {line}", file=sys.stderr)
+    return summary_text(result.summary, out, list(files))
+
+
+def _b(n: Any) -> str:
+    return "" if n is None else f"{int(n):,}"
+
+
+def _pct(rate: dict[str, Any]) -> str:
+    return f"{100 * rate['hit_rate']:.1f}%"
+
+
+def summary_text(summary: dict[str, Any], out: Path, files: list[str]) -> str:
+    """The short report printed after a run."""
+    s, best = summary, summary["best"]
+    caches = s["caches"]
+    head = [
+        f"{s['model']} on {s['hw']} (buffer {s['buffer_bytes']:,} B), {s['scheme']}, "
+        f"{s['search']} + {s['repair']} repair, objectives {','.join(s['objectives'])}, "
+        f"seed {s['seed']}",
+        f"  plans evaluated     {s['budget_used']:,} of {s['budget']:,} "
+        f"({s['distinct_plans']:,} distinct) in {s['seconds']:.1f} s",
+    ]
+    if s["status"] != "ok":
+        head.append(f"  no search           {s['message']}")
+    head += [
+        f"  best plan           {best['groups']} groups, found at plan {best['found_at']:,}",
+        f"  DRAM, whole network {_b(best['dram_bytes'])} B",
+        f"  DRAM, fuseable ops  {_b(best['dram_bytes_fuseable'])} B",
+        f"  max buffer usage    {_b(best['mbu_bytes'])} B",
+        f"  cycles              {_b(best['cycles'])}",
+        f"  energy              {best['energy_pj'] / 1e6:,.3f} uJ",
+        f"  cache hit rates     groups {_pct(caches['group'])}, splits "
+        f"{_pct(caches['splitter'])}, plans {_pct(caches['plan'])}",
+        "",
+        _reference_table(s).to_string(index=False),
+        "",
+        f"outputs in {out}: {', '.join(files)}",
+    ]
+    return "\n".join(head)
+
+
+def _reference_table(s: dict[str, Any]) -> pd.DataFrame:
+    best = s["best"]
+    rows = [("search: " + s["search"], best["dram_bytes"], best["dram_bytes_fuseable"],
+             best["mbu_bytes"])]
+    rows += [(name, b["dram_bytes"], b["dram_bytes_fuseable"], b["mbu_bytes"])
+             for name, b in s["baselines"].items()]
+    return pd.DataFrame({
+        "plan": [r[0] for r in rows],
+        "DRAM (B)": [_b(r[1]) for r in rows],
+        "fuseable DRAM (B)": [_b(r[2]) for r in rows],
+        "MBU (B)": [_b(r[3]) for r in rows],
+        "vs search": [f"{r[1] / best['dram_bytes']:.3f}x" for r in rows],
+    })
