@@ -1,10 +1,33 @@
 """fusion-dse: design-space exploration of layer fusion for CNN accelerators.
 
-The application layer: the command line (`fusion_dse.cli`), report rendering and the Python API.
+The application layer: the command line (`fusion_dse.cli`), reports, plots and the Python API.
+The API functions load on first use, so that importing the package (and starting the CLI) does
+not pay for torch:
+
+    import fusion_dse
+    graph = fusion_dse.load("mobilenet_v2")
+    result = fusion_dse.optimize("mobilenet_v2", budget=2000, overrides={"buffer": "128KiB"})
+    fusion_dse.evaluate("resnet18", plan="plan.json").cost.dram_bytes
 """
 
-from simulator.workload.graph import ComputeGraph
-from simulator.workload.loader import load
+from __future__ import annotations
 
-__all__ = ["ComputeGraph", "load"]
+import importlib
+from typing import Any
+
+__all__ = ["evaluate", "load", "optimize", "simulate", "write_outputs"]
 __version__ = "0.1.0"
+
+_API = {
+    "load": "simulator.workload.loader",
+    "evaluate": "fusion_dse.api",
+    "simulate": "fusion_dse.api",
+    "optimize": "fusion_dse.optimization",
+    "write_outputs": "fusion_dse.optimization",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _API:
+        return getattr(importlib.import_module(_API[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -14,6 +14,7 @@ import warnings
 from collections.abc import Callable, Sequence
 
 from fusion_dse import reports
+from fusion_dse.cli_optimize import add_optimize
 from simulator.errors import InputError
 
 __all__ = ["main"]
@@ -194,6 +195,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_models(sub)
     _add_inspect(sub)
     _add_evaluate(sub)
+    add_optimize(sub)
     _add_simulate(sub)
     return parser
 

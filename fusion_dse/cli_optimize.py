@@ -1,6 +1,6 @@
 """``fusion-dse optimize``: the partition search as a subcommand (wired in by `fusion_dse.cli`).
 
-A thin adapter over `fusion_dse.optimize.optimize` and `write_outputs`: parse, run, write the
+A thin adapter over `fusion_dse.optimization.optimize` and `write_outputs`: parse, run, write the
 outputs, print a short summary. Bad input raises `InputError` (one line, exit status 2, from
 `fusion_dse.cli.main`); a network with nothing to fuse is reported with a note on stderr and the
 layer-by-layer plan as the result (exit status 0).
@@ -16,12 +16,16 @@ from typing import Any
 
 import pandas as pd
 
-from search.algorithms import ALGORITHMS
-from search.splitter import SPLITTERS
-
-__all__ = ["DEFAULT_OUT_ROOT", "add_optimize", "default_out_dir", "run_optimize", "summary_text"]
+__all__ = ["DEFAULT_OUT_ROOT", "REPAIRS", "SEARCHES", "add_optimize", "default_out_dir",
+           "run_optimize", "summary_text"]
 
 DEFAULT_OUT_ROOT = "fusion-dse-out"
+DEFAULT_MODEL = "mobilenet_v2"
+SEARCHES = ("rs", "ls", "nsga2")
+"""`search.ALGORITHMS` by name, spelled out so that building the parser does not import pymoo
+(a test keeps the two in step)."""
+REPAIRS = ("random",)
+"""`search.splitter.SPLITTERS` by name (likewise)."""
 
 
 def add_optimize(sub: argparse._SubParsersAction) -> None:
@@ -42,12 +46,14 @@ def add_optimize(sub: argparse._SubParsersAction) -> None:
                "group) gives the layer-by-layer plan with a note on stderr. plan.json can be "
                "costed again with: fusion-dse evaluate MODEL --plan DIR/plan.json",
     )
-    p.add_argument("model", metavar="MODEL", help="zoo name, .onnx path or module:callable")
+    p.add_argument("model", metavar="MODEL", nargs="?", default=DEFAULT_MODEL,
+                   help="zoo name, .onnx path or module:callable (default: "
+                        f"{DEFAULT_MODEL}, the paper's Table V network)")
     p.add_argument("--scheme", choices=("lbdf", "brr"), default="lbdf",
                    help="fusion dataflow (default: lbdf)")
-    p.add_argument("--search", choices=tuple(ALGORITHMS), default="ls",
+    p.add_argument("--search", choices=SEARCHES, default="ls",
                    help="rs: random, ls: local search, nsga2: NSGA-II (default: ls)")
-    p.add_argument("--repair", choices=tuple(SPLITTERS), default="random",
+    p.add_argument("--repair", choices=REPAIRS, default="random",
                    help="splitter for groups over the buffer (default: random)")
     p.add_argument("--budget", type=int, default=2000, metavar="N",
                    help="partition plans to propose and evaluate, exactly (default: 2000)")
@@ -75,7 +81,7 @@ def default_out_dir(model_name: str, scheme: str, search: str) -> Path:
 def run_optimize(args: argparse.Namespace) -> str:
     """Run the search, write the outputs, return the summary text."""
     from fusion_dse.cli import _hw_overrides
-    from fusion_dse.optimize import optimize, write_outputs
+    from fusion_dse.optimization import optimize, write_outputs
 
     result = optimize(args.model, hw=args.hw, scheme=args.scheme, search=args.search,
                       repair=args.repair, budget=args.budget, seed=args.seed,

@@ -10,8 +10,6 @@ import pandas as pd
 from tqdm import tqdm
 
 from simulator.workload.graph import ComputeGraph, OpKind
-from simulator.workload.loader import load_zoo, zoo_module
-from simulator.workload.zoo import ZOO
 
 __all__ = ["op_table", "render", "zoo_json", "zoo_row", "zoo_table"]
 
@@ -20,6 +18,8 @@ MODELS_FORMAT = "fusion-dse.models"
 
 def zoo_row(name: str, dtype_bytes: int = 1) -> dict[str, Any]:
     """Size and cost figures of one zoo network (the `fusion-dse models` row)."""
+    from simulator.workload.loader import load_zoo, zoo_module  # torch: only when needed
+
     graph = load_zoo(name)
     params = sum(p.numel() for p in zoo_module(name).parameters())
     return {
@@ -36,6 +36,8 @@ def zoo_row(name: str, dtype_bytes: int = 1) -> dict[str, Any]:
 
 def zoo_table(dtype_bytes: int = 1, progress: bool = False) -> pd.DataFrame:
     """One row per zoo network (see `zoo_row`)."""
+    from simulator.workload.zoo import ZOO
+
     names = list(ZOO)
     rows = [zoo_row(n, dtype_bytes)
             for n in tqdm(names, desc="importing zoo", disable=not progress, leave=False)]

@@ -22,7 +22,8 @@ from search.budget import SearchState, Termination, as_termination
 from search.pareto import ParetoArchive
 from search.problem import PlanScore, SearchContext, SearchProblem
 from search.result import HISTORY_COLUMNS, OBJECTIVE_COLUMNS, SearchResult, empty_history
-from simulator.cost import CostCache, evaluate_plan
+from simulator.cost import CostCache, PlanCost, evaluate_plan
+from simulator.cost.brr import incompatibility
 from simulator.plan import PartitionPlan, layer_by_layer
 
 __all__ = ["ProgressFn", "SUMMARY_FORMAT", "run_search", "search_space"]
@@ -56,29 +57,36 @@ def search_space(context: SearchContext) -> dict[str, int]:
     }
 
 
-def _status(problem: SearchProblem, space: dict[str, int]) -> tuple[str, str, list[str]]:
-    """(status, message, notes) of a run before it starts."""
+def _notes(problem: SearchProblem) -> list[str]:
+    """Facts about the problem a user should know (BRR on squeeze-and-excitation)."""
+    if problem.scheme != "brr":
+        return []
+    reason = incompatibility(problem.graph, range(len(problem.graph)))
+    if not reason:
+        return []
+    return [f"{problem.graph.name} has squeeze-and-excitation style blocks (a globally pooled "
+            "tensor broadcast back onto a feature map): BRR cannot tile a group holding one "
+            "whole, so plans split them (e.g. " + reason.removeprefix("BRR-incompatible: ")
+            + ")"]
+
+
+def _status(problem: SearchProblem, space: dict[str, int]) -> tuple[str, str]:
+    """(status, message) of a run before it starts: ``ok`` or why there is nothing to search."""
     g, buf, scheme = problem.graph.name, f"{problem.hw.buffer_bytes:,} B", problem.scheme
-    notes = []
-    if space["brr_incompatible_pairs"]:
-        notes.append(f"{space['brr_incompatible_pairs']} of {space['variables']} adjacent op "
-                     "pairs are BRR-incompatible (a globally pooled tensor broadcast onto a "
-                     "feature map, as in squeeze-and-excitation): plans keep them apart")
     if space["unfusable_ops"] == space["ops"]:
         return "nothing_to_fuse", (f"every op of {g} is unfusable under {scheme} with a {buf} "
                                    "buffer (each needs more than the buffer even alone): the "
-                                   "layer-by-layer plan is the only plan"), notes
+                                   "layer-by-layer plan is the only plan")
     if space["variables"] == 0:
         return "nothing_to_fuse", (f"no two adjacent ops of {g} are both fuseable under "
                                    f"{scheme} with a {buf} buffer: the layer-by-layer plan is "
-                                   "the only plan"), notes
+                                   "the only plan")
     if space["fusable_pairs"] == 0:
         return "no_fusable_pair", (f"no two adjacent ops of {g} fit one {scheme} group with a "
                                    f"{buf} buffer ({space['brr_incompatible_pairs']} pairs "
                                    f"BRR-incompatible, {space['over_buffer_pairs']} over the "
-                                   "buffer): the layer-by-layer plan is the only valid plan"
-                                   ), notes
-    return "ok", "", notes
+                                   "buffer): the layer-by-layer plan is the only valid plan")
+    return "ok", ""
 
 
 @dataclass
@@ -106,9 +114,9 @@ class _Recorder:
         if s.valid and len(self.objectives) > 1:
             self.archive.add(s.objectives(self.objectives), n, (plan, s))
         b = self.best_score
-        self.rows.append((n, s.dram_bytes, s.dram_bytes_fuseable, s.mbu_bytes, s.cycles,
-                          s.groups, s.valid, b.dram_bytes if b else None,
-                          b.dram_bytes_fuseable if b else None))
+        self.rows.append((n, s.dram_bytes, s.dram_bytes_fuseable, s.mbu_bytes,
+                          s.fused_mbu_bytes, s.cycles, s.groups, s.valid,
+                          b.dram_bytes if b else None, b.dram_bytes_fuseable if b else None))
 
     def history(self) -> pd.DataFrame:
         if not self.rows:
@@ -128,10 +136,11 @@ class _Recorder:
             row = {"evaluation": e.evaluation}
             row.update({OBJECTIVE_COLUMNS[o]: int(v) for o, v in zip(self.objectives,
                                                                      e.values, strict=True)})
-            row.update(dram_bytes_fuseable=s.dram_bytes_fuseable, groups=s.groups)
+            row.update(dram_bytes_fuseable=s.dram_bytes_fuseable, mbu_bytes=s.mbu_bytes,
+                       groups=s.groups)
             rows.append(row)
         columns = ["evaluation", *(OBJECTIVE_COLUMNS[o] for o in self.objectives),
-                   "dram_bytes_fuseable", "groups"]
+                   "dram_bytes_fuseable", "mbu_bytes", "groups"]
         return pd.DataFrame(rows, columns=columns), tuple(e.item[0] for e in entries)
 
 
@@ -159,7 +168,7 @@ def run_search(problem: SearchProblem, algorithm: SearchAlgorithm, budget: int |
     started = time.perf_counter()
     context = SearchContext(problem, rng, cache)
     space = search_space(context)
-    status, message, notes = _status(problem, space)
+    status, message = _status(problem, space)
     recorder = _Recorder(problem.objectives)
     if status == "ok":
         _loop(context, algorithm, termination, recorder, progress)
@@ -169,7 +178,7 @@ def run_search(problem: SearchProblem, algorithm: SearchAlgorithm, budget: int |
         raise RuntimeError(f"search returned an invalid plan: {cost.violations[0]}")
     pareto, front = recorder.pareto()
     summary = _summary(problem, algorithm, termination, context, recorder, cost, space)
-    summary.update(status=status, message=message, notes=notes,
+    summary.update(status=status, message=message, notes=_notes(problem),
                    seconds=round(time.perf_counter() - started, 3))
     return SearchResult(problem.graph, problem.hw, plan, cost, recorder.history(), summary,
                         pareto, front)
@@ -199,7 +208,7 @@ def _rate(hits: int, misses: int) -> dict[str, Any]:
 
 
 def _summary(problem: SearchProblem, algorithm: SearchAlgorithm, termination: Termination,
-             context: SearchContext, recorder: _Recorder, cost: Any,
+             context: SearchContext, recorder: _Recorder, cost: PlanCost,
              space: dict[str, int]) -> dict[str, Any]:
     repairer = context.repairer
     return {

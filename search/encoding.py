@@ -30,6 +30,7 @@ __all__ = [
     "Group",
     "components",
     "is_acyclic",
+    "is_dag",
     "make_acyclic",
     "plan_of",
     "structure_problem",
@@ -78,8 +79,8 @@ def _quotient(graph: ComputeGraph, group_of: Sequence[int]) -> set[tuple[int, in
     return {(group_of[i], group_of[j]) for i, j in graph.edges() if group_of[i] != group_of[j]}
 
 
-def _is_dag(n_nodes: int, edges: Iterable[tuple[int, int]]) -> bool:
-    """Kahn's algorithm: True if the directed graph has no cycle."""
+def is_dag(n_nodes: int, edges: Iterable[tuple[int, int]]) -> bool:
+    """Kahn's algorithm: True if the directed graph on nodes 0..n_nodes-1 has no cycle."""
     succ: list[list[int]] = [[] for _ in range(n_nodes)]
     indegree = [0] * n_nodes
     for a, b in edges:
@@ -103,7 +104,7 @@ def is_acyclic(graph: ComputeGraph, groups: Sequence[Group]) -> bool:
     `groups` must partition the graph's ops.
     """
     group_of = _group_index(len(graph), groups)
-    return _is_dag(len(groups), _quotient(graph, group_of))
+    return is_dag(len(groups), _quotient(graph, group_of))
 
 
 def make_acyclic(graph: ComputeGraph, groups: Sequence[Sequence[int]]) -> list[Group]:
@@ -126,7 +127,7 @@ def make_acyclic(graph: ComputeGraph, groups: Sequence[Sequence[int]]) -> list[G
     groups = [tuple(sorted(g)) for g in groups]
     group_of = _group_index(len(graph), groups)
     quotient = _quotient(graph, group_of)
-    if _is_dag(len(groups), quotient):
+    if is_dag(len(groups), quotient):
         return sorted(groups)
     cyclic = _cyclic_components(len(groups), quotient)
     level = _levels(graph, groups, group_of, cyclic)

@@ -84,11 +84,14 @@ MUTATIONS: tuple[Mutation, ...] = (move_op, merge_groups, split_group)
 
 
 def mutate(repairer: Repairer, plan: PartitionPlan, fuseable: Set[int],
-           rng: np.random.Generator, tries: int = 8) -> PartitionPlan:
-    """A repaired one-edit mutant of `plan`, different from it when one can be found.
+           rng: np.random.Generator, seen: Callable[[PartitionPlan], bool] = lambda p: False,
+           tries: int = 8) -> PartitionPlan:
+    """A repaired one-edit mutant of `plan`, new when one can be found.
 
-    An operator is drawn uniformly per try; a try that has nothing to edit, or whose repair
-    gives the parent back (a merge the splitter undoes), is retried, up to `tries` times.
+    An operator is drawn uniformly per try; a try that has nothing to edit, whose repair gives
+    the parent back (a merge the splitter undoes) or gives a plan already evaluated (`seen`:
+    the budget counts proposals, so a known plan wastes one), is retried, up to `tries` times;
+    the last mutant is returned if no try succeeds.
     """
     child = plan
     for _ in range(tries):
@@ -97,6 +100,6 @@ def mutate(repairer: Repairer, plan: PartitionPlan, fuseable: Set[int],
         if groups is None:
             continue
         child = repairer.repair(groups)
-        if child != plan:
+        if child != plan and not seen(child):
             return child
     return child

@@ -32,7 +32,7 @@ __all__ = ["OBJECTIVES", "PlanScore", "SearchContext", "SearchProblem", "parse_o
 
 OBJECTIVES: dict[str, str] = {
     "dram": "DRAM traffic of the whole network, bytes (F_D summed over groups)",
-    "mbu": "max buffer usage: the largest F_beta over groups of fuseable ops, bytes",
+    "mbu": "buffer the fusion needs: the largest F_beta over groups of two or more ops, bytes",
     "cycles": "analytic cycles summed over groups",
 }
 """Objectives a search can minimise; every objective list starts with ``dram``."""
@@ -93,7 +93,13 @@ class PlanScore:
     Attributes:
         dram_bytes: DRAM traffic of the whole network.
         dram_bytes_fuseable: DRAM traffic of groups of fuseable ops (the paper's scope).
-        mbu_bytes: Max buffer usage over groups of fuseable ops.
+        mbu_bytes: Max buffer usage over groups of fuseable ops (the paper's MBU).
+        fused_mbu_bytes: Largest F_beta over groups of two or more ops (0 layer by layer):
+            the buffer the plan's fusion needs, its ``mbu`` objective. Under LBDF a single op
+            costs the same DRAM alone or layer by layer, so the plan keeps its DRAM traffic on
+            any buffer of at least this size: minimising it with DRAM draws the
+            DRAM-vs-buffer curve from one run (the paper's MBU cannot go below the largest
+            fuseable single op).
         cycles: Analytic cycles.
         energy_pj: Energy.
         groups: Number of groups.
@@ -103,6 +109,7 @@ class PlanScore:
     dram_bytes: int
     dram_bytes_fuseable: int
     mbu_bytes: int
+    fused_mbu_bytes: int
     cycles: int
     energy_pj: float
     groups: int
@@ -112,7 +119,7 @@ class PlanScore:
         """Value of objective `name`; +inf for an invalid plan."""
         if not self.valid:
             return math.inf
-        return float({"dram": self.dram_bytes, "mbu": self.mbu_bytes,
+        return float({"dram": self.dram_bytes, "mbu": self.fused_mbu_bytes,
                       "cycles": self.cycles}[name])
 
     def objectives(self, names: Sequence[str]) -> tuple[float, ...]:
@@ -145,6 +152,15 @@ class SearchContext:
         self.plan_hits = 0
         self.plan_misses = 0
 
+    @property
+    def fuseable(self) -> frozenset[int]:
+        """Ops that may share a group (all but the unfusable ones)."""
+        return frozenset(range(len(self.graph))) - self.unfusable
+
+    def seen(self, plan: PartitionPlan) -> bool:
+        """True if the plan was evaluated before in this run."""
+        return plan in self._scores
+
     def random_cuts(self, rng: np.random.Generator | None = None) -> np.ndarray:
         """A random cut vector: each edge cut with one probability drawn uniformly per plan,
         so that plans of every granularity, from one group to layer by layer, are sampled."""
@@ -170,7 +186,7 @@ class SearchContext:
     def _score(self, plan: PartitionPlan) -> PlanScore:
         groups = [g.ops for g in plan.groups]
         valid = not structure_problem(self.graph, groups)
-        dram = dram_fused = mbu = cycles = 0
+        dram = dram_fused = mbu = fused_mbu = cycles = 0
         energy = 0.0
         for ops in groups:
             alone = len(ops) == 1 and ops[0] in self.unfusable
@@ -182,4 +198,6 @@ class SearchContext:
             if not alone:
                 dram_fused += cost.dram_bytes
                 mbu = max(mbu, cost.buffer_bytes)
-        return PlanScore(dram, dram_fused, mbu, cycles, energy, len(groups), valid)
+            if len(ops) > 1:
+                fused_mbu = max(fused_mbu, cost.buffer_bytes)
+        return PlanScore(dram, dram_fused, mbu, fused_mbu, cycles, energy, len(groups), valid)

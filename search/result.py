@@ -6,7 +6,8 @@ History columns (one row per proposed-and-evaluated plan, in order; stable names
 ``evaluation``                  1-based index of the plan in the budget
 ``dram_bytes``                  DRAM traffic of the plan, whole network
 ``dram_bytes_fuseable``         DRAM traffic of its groups of fuseable ops (paper's scope)
-``mbu_bytes``                   max buffer usage over its groups of fuseable ops
+``mbu_bytes``                   max buffer usage over its groups of fuseable ops (paper's MBU)
+``fused_mbu_bytes``             largest F_beta over its groups of two or more ops (0 if none)
 ``cycles``                      analytic cycles
 ``groups``                      number of groups
 ``valid``                       the plan is valid (always true: a search only records valid plans)
@@ -31,10 +32,11 @@ if TYPE_CHECKING:
 
 __all__ = ["HISTORY_COLUMNS", "OBJECTIVE_COLUMNS", "SearchResult", "empty_history"]
 
-HISTORY_COLUMNS = ("evaluation", "dram_bytes", "dram_bytes_fuseable", "mbu_bytes", "cycles",
-                   "groups", "valid", "best_dram_bytes", "best_dram_bytes_fuseable")
+HISTORY_COLUMNS = ("evaluation", "dram_bytes", "dram_bytes_fuseable", "mbu_bytes",
+                   "fused_mbu_bytes", "cycles", "groups", "valid", "best_dram_bytes",
+                   "best_dram_bytes_fuseable")
 
-OBJECTIVE_COLUMNS = {"dram": "dram_bytes", "mbu": "mbu_bytes", "cycles": "cycles"}
+OBJECTIVE_COLUMNS = {"dram": "dram_bytes", "mbu": "fused_mbu_bytes", "cycles": "cycles"}
 """History / Pareto column of each objective."""
 
 
@@ -56,8 +58,9 @@ class SearchResult:
         history: One row per evaluated plan (`HISTORY_COLUMNS`).
         summary: JSON-ready figures (see docs/search.md for the keys).
         pareto: With several objectives, the non-dominated plans found: columns
-            ``evaluation``, the objective columns, ``dram_bytes_fuseable`` and ``groups``,
-            sorted by DRAM; None with one objective.
+            ``evaluation``, the objective columns (`OBJECTIVE_COLUMNS`), then
+            ``dram_bytes_fuseable``, ``mbu_bytes`` and ``groups``, sorted by DRAM; None with
+            one objective.
         front: The plans of the `pareto` rows, in the same order.
     """
 

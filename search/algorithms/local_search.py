@@ -3,8 +3,9 @@ mutated by one edit per iteration.
 
 The first ask returns K random plans. Every later ask returns one repaired one-edit mutant of
 each population member (`search.mutation`: move an op to a neighbouring group, merge two
-adjacent groups, split a group). `tell` keeps the K best distinct plans seen: ordered by DRAM,
-or with several objectives by Pareto rank and then DRAM; ties keep the incumbent.
+adjacent groups, split a group), preferring mutants not evaluated before. `tell` keeps the K
+best distinct plans seen: ordered by DRAM, or with several objectives by Pareto rank and then
+DRAM; ties keep the incumbent.
 """
 
 from __future__ import annotations
@@ -50,8 +51,9 @@ class LocalSearch:
         assert ctx is not None, "start() the algorithm first"
         if not self._population:
             return [ctx.random_plan() for _ in range(self.k)]
-        fuseable = set(range(len(ctx.graph))) - ctx.unfusable
-        return [mutate(ctx.repairer, plan, fuseable, ctx.rng) for plan, _ in self._population]
+        fuseable = ctx.fuseable
+        return [mutate(ctx.repairer, plan, fuseable, ctx.rng, ctx.seen)
+                for plan, _ in self._population]
 
     def tell(self, plans: Sequence[PartitionPlan], scores: Sequence[PlanScore]) -> None:
         """Merge the evaluated plans into the population and keep the K best distinct ones."""

@@ -59,7 +59,7 @@ class CostCache:
 
     def group(self, ops: Iterable[int]) -> GroupCost:
         """Cost of running `ops` as one group (computed once per distinct op set)."""
-        key = ops if isinstance(ops, tuple) else tuple(sorted(ops))
+        key = tuple(sorted(ops))
         cost = self._costs.get(key)
         if cost is not None:
             self.hits += 1

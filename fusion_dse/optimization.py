@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 from matplotlib.figure import Figure
+from matplotlib.ticker import FuncFormatter
 from tqdm import tqdm
 
 from fusion_dse.api import resolve_hw
@@ -207,17 +208,25 @@ def budget_figure(result: SearchResult) -> Figure:
     fig = Figure(figsize=(7, 4.5), layout="constrained")
     ax = fig.add_subplot()
     h = result.history
+    values = []
     if len(h):
-        ax.step(h["evaluation"], h["best_dram_bytes_fuseable"].astype(float) / _MB,
-                where="post", color="tab:blue", lw=2, label=f"{s['search']} best so far")
+        best = h["best_dram_bytes_fuseable"].astype(float) / _MB
+        values += list(best)
+        ax.step(h["evaluation"], best, where="post", color="tab:blue", lw=2,
+                label=f"{s['search']} best so far")
     else:
-        ax.text(0.5, 0.5, "no search: " + s.get("status", ""), transform=ax.transAxes,
+        ax.text(0.5, 0.5, f"no search ({s.get('status', '')})", transform=ax.transAxes,
                 ha="center")
     for name, b in s.get("baselines", {}).items():
         text, color, style = _BASELINE_STYLE.get(name, (name, "tab:red", "--"))
-        ax.axhline(b["dram_bytes_fuseable"] / _MB, color=color, ls=style, lw=1.2,
-                   label=f"{text} ({b['dram_bytes_fuseable'] / _MB:.3f} MB)")
-    ax.set_yscale("log")
+        mb = b["dram_bytes_fuseable"] / _MB
+        values.append(mb)
+        ax.axhline(mb, color=color, ls=style, lw=1.2, label=f"{text} ({mb:.3f} MB)")
+    if values and min(values) > 0:
+        ax.set_yscale("log")
+        plain = FuncFormatter(lambda v, _: f"{v:g}")
+        ax.yaxis.set_major_formatter(plain)
+        ax.yaxis.set_minor_formatter(plain)
     ax.set_xlabel("partition plans evaluated (budget)")
     ax.set_ylabel("best DRAM access, fuseable ops (MB)")
     ax.set_title(f"{s['model']}, {s['scheme'].upper()}, {s['buffer_bytes'] / 1024:g} KiB "

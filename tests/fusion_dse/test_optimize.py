@@ -1,0 +1,225 @@
+"""`fusion_dse.optimization` and `fusion-dse optimize`: outputs written and readable, stable keys,
+determinism, progress, and every kind of bad input (one line, exit status 2) or no-fusion case
+(the layer-by-layer plan with a note)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+import pandas as pd
+import pytest
+
+from fusion_dse import cli
+from fusion_dse.api import evaluate
+from fusion_dse.cli_optimize import REPAIRS, SEARCHES, add_optimize, default_out_dir
+from fusion_dse.optimization import optimize, write_outputs
+from search import ALGORITHMS
+from search.result import HISTORY_COLUMNS
+from search.splitter import SPLITTERS
+from simulator.errors import InputError
+from simulator.plan import layer_by_layer, load_plan
+from simulator.workload.builder import GraphBuilder
+from simulator.workload.graph import OpKind
+
+SUMMARY_KEYS = {"format", "version", "model", "hw", "buffer_bytes", "scheme", "search",
+                "repair", "objectives", "budget", "budget_used", "distinct_plans", "best",
+                "search_space", "caches", "status", "message", "notes", "seconds", "seed",
+                "hardware", "baselines", "baseline_seconds"}
+BASELINES = {"lbl", "lower_bound", "segment_dp", "greedy", "greedy_fit"}
+PNG = b"\x89PNG\r\n\x1a\n"
+FAST = {"overrides": {"buffer": "128KiB"}, "budget": 40}
+
+
+@pytest.fixture
+def run_cli(capsys, monkeypatch):
+    """`fusion-dse ARGV...` in-process with `optimize` registered: (status, stdout, stderr)."""
+    original = cli.build_parser
+
+    def build():
+        parser = original()
+        sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+        if "optimize" not in sub.choices:
+            add_optimize(sub)
+        return parser
+
+    monkeypatch.setattr(cli, "build_parser", build)
+
+    def run(*argv: str) -> tuple[int, str, str]:
+        try:
+            code = cli.main(list(argv))
+        except SystemExit as stop:
+            code = stop.code
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    return run
+
+
+@pytest.fixture(scope="module")
+def resnet_result():
+    return optimize("resnet18", search="ls", seed=1, **FAST)
+
+
+def test_result_summary_has_the_stable_keys_and_every_baseline(resnet_result):
+    s = resnet_result.summary
+    assert set(s) == SUMMARY_KEYS and s["format"] == "fusion-dse.search"
+    assert set(s["baselines"]) == BASELINES
+    assert s["budget_used"] == 40 and s["seed"] == 1 and s["status"] == "ok"
+    best = s["best"]
+    assert best["dram_bytes"] == resnet_result.cost.dram_bytes and best["valid"]
+    assert best["dram_bytes"] >= s["baselines"]["lower_bound"]["dram_bytes"]
+    assert best["dram_bytes"] < s["baselines"]["lbl"]["dram_bytes"]
+    assert json.loads(json.dumps(s)) == s
+
+
+def test_outputs_are_written_and_read_back(resnet_result, tmp_path):
+    files = write_outputs(resnet_result, tmp_path / "out")
+    assert sorted(files) == ["budget.png", "history.csv", "plan.json", "summary.json"]
+    graph = resnet_result.graph
+    assert load_plan(files["plan.json"], graph) == resnet_result.plan
+    doc = json.loads(files["plan.json"].read_text())
+    assert doc["format"] == "fusion-dse.plan" and doc["scheme"] == "lbdf"
+    assert {"ops", "buffer_bytes", "dram_bytes", "unfusable"} <= set(doc["groups"][0])
+    assert sum(g["dram_bytes"] for g in doc["groups"]) == resnet_result.cost.dram_bytes
+    again = evaluate("resnet18", plan=files["plan.json"], overrides={"buffer": "128KiB"})
+    assert again.cost.dram_bytes == resnet_result.cost.dram_bytes and again.cost.valid
+    history = pd.read_csv(files["history.csv"])
+    assert list(history.columns) == list(HISTORY_COLUMNS) and len(history) == 40
+    assert (history["dram_bytes"] == resnet_result.history["dram_bytes"]).all()
+    assert json.loads(files["summary.json"].read_text())["budget_used"] == 40
+    assert files["budget.png"].read_bytes().startswith(PNG)
+
+
+def test_two_objectives_write_the_pareto_front(tmp_path):
+    result = optimize("resnet18", search="nsga2", objectives="dram,mbu", **FAST)
+    files = write_outputs(result, tmp_path)
+    front = pd.read_csv(files["pareto.csv"])
+    assert list(front.columns) == ["evaluation", "dram_bytes", "fused_mbu_bytes",
+                                   "dram_bytes_fuseable", "mbu_bytes", "groups"]
+    assert len(front) == len(result.front) >= 1
+    assert files["pareto.png"].read_bytes().startswith(PNG)
+
+
+def test_same_seed_same_outputs(tmp_path):
+    a = optimize("squeezenet1_1", search="nsga2", seed=5, **FAST)
+    b = optimize("squeezenet1_1", search="nsga2", seed=5, **FAST)
+    fa, fb = write_outputs(a, tmp_path / "a"), write_outputs(b, tmp_path / "b")
+    for name in ("plan.json", "history.csv"):
+        assert fa[name].read_bytes() == fb[name].read_bytes()
+
+
+def test_progress_callback_sees_every_plan():
+    seen = []
+    optimize("resnet18", search="rs", progress=lambda n, best: seen.append((n, best)), **FAST)
+    counts = [n for n, _ in seen]
+    assert counts == sorted(counts) and counts[-1] == 40
+    assert all(best is not None for _, best in seen)
+
+
+@pytest.mark.parametrize("kwargs,match", [
+    ({"budget": 0}, "budget must be a positive number of plans, got 0"),
+    ({"budget": -2}, "budget must be a positive"),
+    ({"search": "annealing"}, "unknown search algorithm 'annealing'"),
+    ({"scheme": "ws"}, "unknown scheme 'ws'"),
+    ({"scheme": "lbl"}, "nothing to search"),
+    ({"repair": "get"}, "unknown repair 'get'"),
+    ({"objectives": "dram,energy"}, "unknown objective 'energy'"),
+    ({"objectives": "mbu"}, "the first must be 'dram'"),
+    ({"seed": -1}, "seed must be a non-negative integer"),
+    ({"hw": "no-such-npu"}, "no-such-npu"),
+])
+def test_bad_arguments_raise_input_errors(kwargs, match):
+    args = {"model": "resnet18", "budget": 10, **kwargs}
+    with pytest.raises(InputError, match=match):
+        optimize(**args)
+
+
+def broadcast_graph_file(tmp_path):
+    b = GraphBuilder("broadcast")
+    b.add_input("x", (1, 8, 16, 16))
+    b.add_op("gp", OpKind.GLOBAL_POOL, "avg", ["x"], (1, 8, 1, 1), kernel=(16, 16),
+             stride=(16, 16))
+    b.add_op("mul", OpKind.ELTWISE_BINARY, "mul", ["gp", "x"], (1, 8, 16, 16))
+    path = tmp_path / "broadcast.json"
+    path.write_text(b.build(["mul"]).to_json())
+    return path
+
+
+def test_cli_writes_outputs_and_prints_a_summary(run_cli, tmp_path):
+    out = tmp_path / "run"
+    code, stdout, stderr = run_cli("optimize", "resnet18", "--buffer", "128KiB", "--budget",
+                                   "30", "--search", "nsga2", "--objectives", "dram,cycles",
+                                   "--seed", "2", "--out", str(out))
+    assert code == 0, stderr
+    assert "plans evaluated     30 of 30" in stdout and "segment_dp" in stdout
+    assert "search: nsga2" in stdout and str(out) in stdout
+    assert {p.name for p in out.iterdir()} == {"plan.json", "history.csv", "summary.json",
+                                               "budget.png", "pareto.csv", "pareto.png"}
+    assert json.loads((out / "summary.json").read_text())["objectives"] == ["dram", "cycles"]
+    assert stderr == ""  # no progress bar when stderr is not a terminal
+
+
+def test_cli_choices_match_the_search_registries():
+    assert SEARCHES == tuple(ALGORITHMS) and REPAIRS == tuple(SPLITTERS)
+
+
+def test_cli_default_output_folder(run_cli, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    code, stdout, _ = run_cli("optimize", "resnet18", "--budget", "10", "--scheme", "brr",
+                              "--search", "rs", "--quiet")
+    assert code == 0
+    assert (tmp_path / "fusion-dse-out" / "resnet18-brr-rs" / "plan.json").exists()
+    assert default_out_dir("my model.onnx", "lbdf", "ls").as_posix() \
+        == "fusion-dse-out/my_model.onnx-lbdf-ls"
+
+
+@pytest.mark.parametrize("argv,match", [
+    (["--budget", "0"], "budget must be a positive number of plans, got 0"),
+    (["--budget", "ten"], "invalid int value: 'ten'"),
+    (["--search", "sa"], "invalid choice: 'sa'"),
+    (["--scheme", "lbl"], "invalid choice: 'lbl'"),
+    (["--repair", "get"], "invalid choice: 'get'"),
+    (["--objectives", "dram,energy"], "unknown objective 'energy'"),
+    (["--seed", "-4"], "seed must be a non-negative integer"),
+    (["--buffer", "lots"], "lots"),
+])
+def test_cli_bad_input_is_one_line_and_exit_2(run_cli, tmp_path, argv, match):
+    code, stdout, stderr = run_cli("optimize", "resnet18", "--out", str(tmp_path), *argv)
+    assert code == 2 and stdout == ""
+    assert match in stderr and len(stderr.strip().splitlines()) == 1
+    assert "Traceback" not in stderr
+
+
+def test_cli_unknown_model_and_unwritable_output(run_cli, tmp_path):
+    code, _, stderr = run_cli("optimize", "resnet19", "--budget", "5")
+    assert code == 2 and "resnet19" in stderr
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    code, _, stderr = run_cli("optimize", "resnet18", "--budget", "5", "--out",
+                              str(blocker / "sub"))
+    assert code == 2 and "cannot write the outputs" in stderr
+
+
+def test_cli_buffer_too_small_for_any_fusion_gives_the_lbl_plan(run_cli, tmp_path):
+    code, stdout, stderr = run_cli("optimize", "resnet18", "--buffer", "256", "--budget", "50",
+                                   "--out", str(tmp_path))
+    assert code == 0
+    assert "note: every op of resnet18 is unfusable" in stderr
+    assert "no search" in stdout and "plans evaluated     0 of 50" in stdout
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["status"] == "nothing_to_fuse" and summary["budget_used"] == 0
+    graph = optimize("resnet18", budget=5, overrides={"buffer": 256}).graph
+    assert load_plan(tmp_path / "plan.json", graph) == layer_by_layer(graph)
+    assert (tmp_path / "budget.png").read_bytes().startswith(PNG)
+
+
+def test_cli_brr_with_every_group_incompatible_says_so(run_cli, tmp_path):
+    graph = broadcast_graph_file(tmp_path)
+    code, stdout, stderr = run_cli("optimize", str(graph), "--scheme", "brr", "--budget", "20",
+                                   "--out", str(tmp_path / "out"))
+    assert code == 0
+    assert "no two adjacent ops of broadcast fit one brr group" in stderr
+    assert "BRR-incompatible" in stderr and "squeeze-and-excitation" in stderr
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert summary["status"] == "no_fusable_pair"
