@@ -172,15 +172,30 @@ def _coverage(graph: ComputeGraph, plan: PartitionPlan) -> list[str]:
 
 
 def _group_cycle(graph: ComputeGraph, plan: PartitionPlan) -> list[int]:
+    """Groups on a cycle of the graph of groups (empty if it is acyclic)."""
     group_of = plan.group_of
-    quotient = nx.DiGraph()
-    quotient.add_nodes_from(range(len(plan.groups)))
-    quotient.add_edges_from((group_of[i], group_of[j]) for i, j in graph.edges()
-                            if group_of[i] != group_of[j])
-    try:
-        return [u for u, _ in nx.find_cycle(quotient)]
-    except nx.NetworkXNoCycle:
+    succ: dict[int, set[int]] = {}
+    for i, j in graph.edges():
+        a, b = group_of[i], group_of[j]
+        if a != b:
+            succ.setdefault(a, set()).add(b)
+    indeg = dict.fromkeys(range(len(plan.groups)), 0)
+    for targets in succ.values():
+        for b in targets:
+            indeg[b] += 1
+    ready = [k for k, n in indeg.items() if n == 0]
+    while ready:  # Kahn: what remains afterwards lies on or behind a cycle
+        k = ready.pop()
+        del indeg[k]
+        for b in succ.get(k, ()):
+            indeg[b] -= 1
+            if indeg[b] == 0:
+                ready.append(b)
+    if not indeg:
         return []
+    quotient = nx.DiGraph((a, b) for a, targets in succ.items() for b in targets
+                          if a in indeg and b in indeg)
+    return [u for u, _ in nx.find_cycle(quotient)]
 
 
 def _names(graph: ComputeGraph, ops: Sequence[int], most: int = 4) -> str:
