@@ -24,7 +24,7 @@ DEFAULT_MODEL = "mobilenet_v2"
 SEARCHES = ("rs", "ls", "nsga2")
 """`search.ALGORITHMS` by name, spelled out so that building the parser does not import pymoo
 (a test keeps the two in step)."""
-REPAIRS = ("random",)
+REPAIRS = ("random", "alledges")
 """`search.splitter.SPLITTERS` by name (likewise)."""
 
 

@@ -1,0 +1,224 @@
+"""Recursive greedy tree splitting (Mills et al. §III-D, Algorithm 1) as a search repair.
+
+`GetSplitter` implements `search.splitter.Splitter`. For a group that does not fit, an
+explainer ranks the group's edges; each explained edge gives solutions (`explain.solutions`),
+cuts of the group into two sides. The solutions fall into three categories:
+
+1. both sides fit: the preferred end point; the one with the least F_D(side 1) + F_D(side 2)
+   wins, and once one exists the other categories are not considered (they need three or
+   more groups, so more DRAM traffic);
+2. one side fits: the solution whose fitting side has the most ops is kept and its other side
+   is split recursively;
+3. neither side fits: both sides of every such solution are split recursively and the result
+   with the least DRAM traffic wins.
+
+A side may fall apart into several connected pieces (a cut through a branch); a side fits when
+all its pieces do. Results are memoised by group. When the explanation cannot rectify the group
+(no solution leads to groups that all fit), the splitter falls back to `RandomSplitter`; the
+fallbacks are counted, and the rectify rate (Table V: the share of invalid groups split along
+the explanation's edges) is reported with the counts of F_beta and F_D queries and the time
+spent explaining.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+
+from explain.solutions import Edge, Solution, solutions
+from search.splitter import RandomSplitter
+from simulator.cost import CostCache
+from simulator.workload.graph import ComputeGraph
+
+__all__ = ["AllEdgesExplainer", "Explainer", "GetSplitter", "SplitStats"]
+
+Group = tuple[int, ...]
+
+
+@runtime_checkable
+class Explainer(Protocol):
+    """Ranks the edges of an invalid group by how much they make it invalid.
+
+    Attributes:
+        name: Identifier (``"gnne"``, ``"pg"``, ``"rg"``, ``"alledges"``).
+    """
+
+    name: str
+
+    def supports(self, scheme: str) -> bool:
+        """True if the explainer can explain groups of dataflow `scheme`."""
+        ...
+
+    def explain(self, graph: ComputeGraph, ops: Group, cache: CostCache,
+                rng: np.random.Generator) -> list[Edge]:
+        """Edges of the group (pairs (i, j) with j a successor of i, both in `ops`), most
+        responsible first."""
+        ...
+
+
+@dataclass(frozen=True)
+class AllEdgesExplainer:
+    """No explanation: every edge of the group is a candidate, in topological order."""
+
+    name: str = "alledges"
+
+    def supports(self, scheme: str) -> bool:
+        """Every dataflow."""
+        return True
+
+    def explain(self, graph: ComputeGraph, ops: Group, cache: CostCache,
+                rng: np.random.Generator) -> list[Edge]:
+        """All group edges, sorted."""
+        return sorted(graph.internal_edges(ops))
+
+
+@dataclass
+class SplitStats:
+    """Counters of one splitter.
+
+    Attributes:
+        requests: Invalid groups the search asked to split.
+        rectified: Of those, groups split along explained edges alone (no fallback).
+        fallbacks: Groups handed to the random splitter.
+        fbeta_queries, fd_queries: Cost-model queries made by the tree search.
+        explain_seconds: Time spent in the explainer.
+        explanations: Explainer calls.
+    """
+
+    requests: int = 0
+    rectified: int = 0
+    fallbacks: int = 0
+    fbeta_queries: int = 0
+    fd_queries: int = 0
+    explain_seconds: float = 0.0
+    explanations: int = 0
+
+    @property
+    def rectify_rate(self) -> float:
+        """Share of invalid groups the explanation rectified (Table V)."""
+        return self.rectified / self.requests if self.requests else 0.0
+
+    def to_dict(self) -> dict[str, float]:
+        """The counters and the rate, for summaries."""
+        return {"requests": self.requests, "rectified": self.rectified,
+                "rectify_rate": self.rectify_rate, "fallbacks": self.fallbacks,
+                "fbeta_queries": self.fbeta_queries, "fd_queries": self.fd_queries,
+                "explain_seconds": self.explain_seconds, "explanations": self.explanations}
+
+
+@dataclass
+class GetSplitter:
+    """Explanation-guided recursive splitter (Algorithm 1) behind the `Splitter` protocol.
+
+    Attributes:
+        explainer: Ranks the edges of an invalid group.
+        max_edges: Explained edges considered per group (the explainer's top ones).
+        stats: Counters (see `SplitStats`).
+    """
+
+    explainer: Explainer
+    max_edges: int = 8
+    stats: SplitStats = field(default_factory=SplitStats)
+    _memo: dict[tuple, list[Group] | None] = field(default_factory=dict, repr=False)
+
+    @property
+    def name(self) -> str:
+        """The explainer's name (the repair's name in summaries)."""
+        return self.explainer.name
+
+    def supports(self, scheme: str) -> bool:
+        """What the explainer supports."""
+        return self.explainer.supports(scheme)
+
+    def split(self, graph: ComputeGraph, ops: Group, cache: CostCache,
+              rng: np.random.Generator) -> list[Group]:
+        """Fitting groups covering `ops`: Algorithm 1, or the random fallback."""
+        self.stats.requests += 1
+        found = _Tree(self, graph, cache, rng).split(tuple(sorted(ops)))
+        if found is None:
+            self.stats.fallbacks += 1
+            return RandomSplitter().split(graph, ops, cache, rng)
+        self.stats.rectified += 1
+        return sorted(found)
+
+
+class _Tree:
+    """One request: Algorithm 1 over the splitter's memo (keyed by graph, hardware, dataflow
+    and group)."""
+
+    def __init__(self, owner: GetSplitter, graph: ComputeGraph, cache: CostCache,
+                 rng: np.random.Generator) -> None:
+        self.owner, self.graph, self.cache, self.rng = owner, graph, cache, rng
+        self.stats = owner.stats
+        self.unfusable = frozenset(cache.unfusable)
+
+    def fits(self, group: Group) -> bool:
+        self.stats.fbeta_queries += 1
+        return (len(group) == 1 and group[0] in self.unfusable) or self.cache.group(group).fits
+
+    def dram(self, groups: Sequence[Group]) -> int:
+        self.stats.fd_queries += len(groups)
+        return sum(self.cache.group(g).dram_bytes for g in groups)
+
+    def split(self, group: Group) -> list[Group] | None:
+        if self.fits(group):
+            return [group]
+        key = (self.cache.graph, self.cache.hw, self.cache.scheme, group)
+        if key not in self.owner._memo:  # pieces are always smaller: no re-entrance
+            self.owner._memo[key] = self._split(group)
+        return self.owner._memo[key]
+
+    def _split(self, group: Group) -> list[Group] | None:
+        if len(group) == 1:
+            return None
+        cats = self._categorise(solutions(self.graph, group, self._explain(group)))
+        if cats[0]:
+            best = min(cats[0], key=lambda s: self.dram(s.groups))
+            return list(best.groups)
+        if cats[1]:
+            return self._intermediate(cats[1])
+        options = [self._split_all(s.groups) for s in cats[2]]
+        options = [o for o in options if o is not None]
+        return min(options, key=self.dram) if options else None
+
+    def _explain(self, group: Group) -> list[Edge]:
+        start = time.perf_counter()
+        edges = self.owner.explainer.explain(self.graph, group, self.cache, self.rng)
+        self.stats.explain_seconds += time.perf_counter() - start
+        self.stats.explanations += 1
+        return edges[:self.owner.max_edges]
+
+    def _categorise(self, found: list[Solution]) -> tuple[list, list, list]:
+        both, one, neither = [], [], []
+        for s in found:
+            first = all(self.fits(g) for g in s.first)
+            second = all(self.fits(g) for g in s.second)
+            if first and second:
+                both.append(s)
+            elif not both:
+                (one if first or second else neither).append((s, first) if first or second
+                                                            else s)
+        return both, one, neither
+
+    def _intermediate(self, candidates: list[tuple[Solution, bool]]) -> list[Group] | None:
+        def valid_ops(c: tuple[Solution, bool]) -> int:
+            s, first_fits = c
+            return sum(len(g) for g in (s.first if first_fits else s.second))
+
+        s, first_fits = max(candidates, key=valid_ops)
+        valid, invalid = (s.first, s.second) if first_fits else (s.second, s.first)
+        rest = self._split_all(invalid)
+        return None if rest is None else list(valid) + rest
+
+    def _split_all(self, groups: Sequence[Group]) -> list[Group] | None:
+        out: list[Group] = []
+        for g in groups:
+            pieces = self.split(g)
+            if pieces is None:
+                return None
+            out.extend(pieces)
+        return out

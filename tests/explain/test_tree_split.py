@@ -1,0 +1,132 @@
+"""Algorithm 1 (recursive greedy tree splitting) on a synthetic cost model, and as a repair."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from explain.tree_split import AllEdgesExplainer, GetSplitter
+from simulator.cost import CostCache
+from simulator.hw import load_hw
+from simulator.workload.builder import GraphBuilder
+from simulator.workload.graph import OpKind
+from simulator.workload.loader import load_zoo
+
+MAP = (1, 4, 8, 8)
+
+
+def chain(n: int = 6):
+    b = GraphBuilder("chain")
+    b.add_input("x", MAP)
+    prev = "x"
+    for k in range(n):
+        b.add_op(f"op{k}", OpKind.CONV, "conv", [prev], MAP)
+        prev = f"op{k}"
+    return b.build([prev])
+
+
+@dataclass(frozen=True)
+class Cost:
+    fits: bool
+    dram_bytes: int
+
+
+class FakeCache:
+    """A group fits when it has at most `limit` ops; its DRAM is 100 plus a price for the op
+    it starts with (so that where a cut falls changes the cost)."""
+
+    def __init__(self, graph, limit: int, price: dict[int, int] | None = None) -> None:
+        self.graph, self.hw, self.scheme, self.unfusable = graph, "fake", "lbdf", ()
+        self.limit, self.price = limit, price or {}
+        self.queries = 0
+
+    def group(self, ops):
+        self.queries += 1
+        ops = tuple(ops)
+        return Cost(len(ops) <= self.limit, 100 + self.price.get(ops[0], 0))
+
+
+@dataclass(frozen=True)
+class Scripted:
+    """Explains the whole group with `top`, any smaller group with all its edges."""
+
+    top: tuple
+    size: int
+    name: str = "scripted"
+
+    def supports(self, scheme):
+        return True
+
+    def explain(self, graph, ops, cache, rng):
+        return list(self.top) if len(ops) == self.size else sorted(graph.internal_edges(ops))
+
+
+def run(splitter, graph, cache):
+    return splitter.split(graph, tuple(range(len(graph))), cache, np.random.default_rng(0))
+
+
+def test_category_1_two_fitting_sides_with_least_dram_win():
+    g = chain(6)
+    # cutting after op 2 is the only cut leaving both sides within 3 ops
+    splitter = GetSplitter(AllEdgesExplainer())
+    assert run(splitter, g, FakeCache(g, 3)) == [(0, 1, 2), (3, 4, 5)]
+    # with 4 ops allowed, cuts after op 1, 2 and 3 all qualify: the cheapest is chosen
+    cheap_at_4 = FakeCache(g, 4, {2: 30, 3: 40, 4: 5})
+    assert run(GetSplitter(AllEdgesExplainer()), g, cheap_at_4) == [(0, 1, 2, 3), (4, 5)]
+    cheap_at_2 = FakeCache(g, 4, {2: 5, 3: 40, 4: 30})
+    assert run(GetSplitter(AllEdgesExplainer()), g, cheap_at_2) == [(0, 1), (2, 3, 4, 5)]
+    assert splitter.stats.rectified == 1 and splitter.stats.fallbacks == 0
+
+
+def test_category_2_keeps_the_largest_fitting_side_and_splits_the_rest():
+    g = chain(6)
+    # explained edges (0, 1) -> [0] | [1..5] and (3, 4) -> [0..3] | [4, 5]: both one-sided;
+    # the fitting side with more ops ([4, 5]) is kept, [0..3] is split again
+    splitter = GetSplitter(Scripted(((0, 1), (3, 4)), 6))
+    got = run(splitter, g, FakeCache(g, 3))
+    assert (4, 5) in got and sorted(o for grp in got for o in grp) == list(range(6))
+    assert all(len(grp) <= 3 for grp in got)
+    assert splitter.stats.explanations >= 2  # the invalid side was explained again
+
+
+def test_category_3_splits_both_sides_recursively():
+    g = chain(6)
+    splitter = GetSplitter(Scripted(((2, 3),), 6))
+    got = run(splitter, g, FakeCache(g, 2))
+    assert sorted(o for grp in got for o in grp) == list(range(6))
+    assert all(len(grp) <= 2 for grp in got) and len(got) == 4
+    assert splitter.stats.rectified == 1
+
+
+def test_unrectifiable_groups_fall_back_to_random_splitting_and_are_counted():
+    g = chain(4)
+    splitter = GetSplitter(Scripted((), 4))  # an explainer that explains nothing
+    got = run(splitter, g, FakeCache(g, 2))
+    assert sorted(o for grp in got for o in grp) == list(range(4))
+    assert splitter.stats.fallbacks == 1 and splitter.stats.rectify_rate == 0.0
+
+
+def test_memoised_by_group():
+    g = chain(6)
+    splitter = GetSplitter(AllEdgesExplainer())
+    cache = FakeCache(g, 3)
+    first = run(splitter, g, cache)
+    queries = cache.queries
+    assert run(splitter, g, cache) == first and cache.queries == queries + 1  # the fit check
+
+
+def test_as_a_repair_on_a_real_network_every_piece_fits_and_covers_the_group():
+    graph = load_zoo("mobilenet_v2")
+    cache = CostCache(graph, load_hw("edge-npu", {"buffer": "128KiB"}), "lbdf")
+    unfusable = set(cache.unfusable)
+    group = tuple(o for o in range(20, 45) if o not in unfusable)
+    from search.encoding import components
+    group = max(components(graph, group), key=len)
+    assert not cache.group(group).fits
+    splitter = GetSplitter(AllEdgesExplainer())
+    pieces = splitter.split(graph, group, cache, np.random.default_rng(0))
+    assert sorted(o for p in pieces for o in p) == list(group)
+    assert all(cache.group(p).fits for p in pieces)
+    assert all(graph.is_weakly_connected(p) for p in pieces)
+    assert splitter.stats.rectify_rate == 1.0
