@@ -24,7 +24,7 @@ DEFAULT_MODEL = "mobilenet_v2"
 SEARCHES = ("rs", "ls", "nsga2")
 """`search.ALGORITHMS` by name, spelled out so that building the parser does not import pymoo
 (a test keeps the two in step)."""
-REPAIRS = ("random", "alledges")
+REPAIRS = ("random", "alledges", "gnne", "pg", "rg")
 """`search.splitter.SPLITTERS` by name (likewise)."""
 
 
@@ -127,12 +127,22 @@ def summary_text(summary: dict[str, Any], out: Path, files: list[str]) -> str:
         f"  energy              {best['energy_pj'] / 1e6:,.3f} uJ",
         f"  cache hit rates     groups {_pct(caches['group'])}, splits "
         f"{_pct(caches['splitter'])}, plans {_pct(caches['plan'])}",
+        *_splitter_lines(s.get("splitter")),
         "",
         _reference_table(s).to_string(index=False),
         "",
         f"outputs in {out}: {', '.join(files)}",
     ]
     return "\n".join(head)
+
+
+def _splitter_lines(stats: dict[str, Any] | None) -> list[str]:
+    if not stats:
+        return []
+    return [f"  repair              rectify rate {stats['rectify_rate']:.1%} of "
+            f"{stats['requests']:,} invalid groups ({stats['fallbacks']:,} random fallbacks), "
+            f"explainer {stats['explain_seconds']:.1f} s, {stats['fbeta_queries']:,} F_beta "
+            f"and {stats['fd_queries']:,} F_D queries"]
 
 
 def _reference_table(s: dict[str, Any]) -> pd.DataFrame:

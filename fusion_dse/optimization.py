@@ -136,17 +136,46 @@ def optimize(model: str | ComputeGraph, hw: str | HardwareConfig = "edge-npu",
     return replace(result, summary=summary)
 
 
-def make_splitter(name: str):  # noqa: ANN201 - a search.splitter.Splitter
+GET_REPAIRS = ("alledges", "gnne", "pg", "rg")
+"""Explanation-guided repairs (`explain.tree_split.GetSplitter` with each explainer)."""
+
+
+def make_splitter(name: str, max_edges: int | None = None):  # noqa: ANN201 - a Splitter
     """The repair called `name`: ``random`` (search) or an explanation-guided one (explain).
 
     Raises:
-        InputError: unknown name.
+        InputError: unknown name, or an explainer whose trained parameters are missing.
     """
-    if name.lower() == "alledges":
-        from explain.tree_split import AllEdgesExplainer, GetSplitter
+    key = name.lower()
+    if key not in GET_REPAIRS:
+        return get_splitter(name)
+    from explain.tree_split import GetSplitter
 
-        return GetSplitter(AllEdgesExplainer())
-    return get_splitter(name)
+    splitter = GetSplitter(make_explainer(key))
+    if max_edges is not None:
+        splitter.max_edges = max_edges
+    return splitter
+
+
+def make_explainer(name: str):  # noqa: ANN201 - an explain.tree_split.Explainer
+    """The explainer called `name` (alledges, gnne, pg, rg)."""
+    if name == "alledges":
+        from explain.tree_split import AllEdgesExplainer
+
+        return AllEdgesExplainer()
+    if name == "gnne":
+        from explain.explainers import GnnExplainerGET
+
+        return GnnExplainerGET()
+    if name == "pg":
+        from explain.explainers import PgExplainerGET
+
+        return PgExplainerGET()
+    if name == "rg":
+        from explain.rg_explainer import RgExplainerGET
+
+        return RgExplainerGET()
+    raise InputError(f"unknown explainer {name!r}; choose one of {', '.join(GET_REPAIRS[1:])}")
 
 
 # --- outputs ---------------------------------------------------------------------------------

@@ -13,7 +13,7 @@ import pytest
 from fusion_dse import cli
 from fusion_dse.api import evaluate
 from fusion_dse.cli_optimize import REPAIRS, SEARCHES, add_optimize, default_out_dir
-from fusion_dse.optimization import make_splitter, optimize, write_outputs
+from fusion_dse.optimization import GET_REPAIRS, make_splitter, optimize, write_outputs
 from search import ALGORITHMS
 from search.result import HISTORY_COLUMNS
 from search.splitter import SPLITTERS
@@ -162,8 +162,8 @@ def test_cli_writes_outputs_and_prints_a_summary(run_cli, tmp_path):
 
 def test_cli_choices_match_the_search_registries():
     assert SEARCHES == tuple(ALGORITHMS)
-    assert REPAIRS == (*SPLITTERS, "alledges")  # + the explanation-guided repairs
-    for name in REPAIRS:
+    assert REPAIRS == (*SPLITTERS, *GET_REPAIRS)  # + the explanation-guided repairs
+    for name in ("random", "alledges"):
         assert make_splitter(name).name == name
 
 

@@ -1,0 +1,184 @@
+"""Graph-explanation techniques behind the `Explainer` protocol of `explain.tree_split`.
+
+Each explainer receives a fusion group the cost model says does not fit, encodes it exactly as
+the validity GNN was trained (`explain.features`, at the hardware's buffer size), and ranks the
+group's edges by the weight the explanation gives them (most responsible for the predicted
+invalidity first). Only edges of the group are returned.
+
+* `GnnExplainerGET`: PyG's GNNExplainer (Ying et al. 2019) on the shipped GNN,
+  ``explanation_type="model"``: an edge mask optimised afresh for every group.
+* `PgExplainerGET`: PyG's PGExplainer (Luo et al. 2020). It only supports
+  ``explanation_type="phenomenon"`` (explaining a given target, here "does not fit") and must
+  be trained first: `train_pg_explainer` fits its edge-scoring MLP on invalid groups of the GNN
+  dataset, and the parameters ship next to the GNN checkpoints.
+
+Torch randomness (mask initialisation) is drawn inside `torch.random.fork_rng` from a seed taken
+from the search's generator: runs are reproducible and the global torch state is untouched.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch_geometric.explain import Explainer
+from torch_geometric.explain.algorithm import GNNExplainer, PGExplainer
+
+from explain import checkpoint as _checkpoint
+from explain.checkpoint import CheckpointError
+from explain.features import encode_group, node_features
+from explain.predict import load_predictor
+from explain.solutions import Edge
+from explain.train import threads
+from simulator.cost import CostCache
+from simulator.workload.graph import ComputeGraph
+
+__all__ = ["GnnExplainerGET", "PgExplainerGET", "group_tensors", "pg_checkpoint",
+           "train_pg_explainer"]
+
+Group = tuple[int, ...]
+_MODEL_CONFIG = {"mode": "binary_classification", "task_level": "graph", "return_type": "raw"}
+_SCHEMES = ("lbdf", "brr")
+
+
+def group_tensors(graph: ComputeGraph, ops: Group, buffer_bytes: int, dtype_bytes: int,
+                  ) -> tuple[torch.Tensor, torch.Tensor, list[Edge]]:
+    """Node features, local edge index and the global (i, j) of each edge of a group."""
+    enc = encode_group(graph, ops, dtype_bytes)
+    x = torch.from_numpy(node_features(enc.base, enc.sizes, float(buffer_bytes)))
+    edge_index = torch.from_numpy(enc.edge_index)
+    order = sorted(ops)
+    edges = [(order[a], order[b]) for a, b in enc.edge_index.T.tolist()]
+    return x, edge_index, edges
+
+
+def _ranked(edges: list[Edge], mask: torch.Tensor) -> list[Edge]:
+    weights = mask.detach().reshape(-1).tolist()
+    order = sorted(range(len(edges)), key=lambda k: (-weights[k], edges[k]))
+    return [edges[k] for k in order]
+
+
+def _seed(rng: np.random.Generator) -> int:
+    return int(rng.integers(0, 2**31 - 1))
+
+
+@dataclass
+class GnnExplainerGET:
+    """GNNExplainer on the validity GNN (the paper's GNNE)."""
+
+    epochs: int = 100
+    lr: float = 0.01
+    name: str = "gnne"
+    _explainers: dict[str, Explainer] = field(default_factory=dict, repr=False)
+
+    def supports(self, scheme: str) -> bool:
+        """LBDF and BRR: the dataflows with a shipped GNN."""
+        return scheme in _SCHEMES
+
+    def _explainer(self, scheme: str) -> Explainer:
+        if scheme not in self._explainers:
+            model = load_predictor(scheme).model
+            self._explainers[scheme] = Explainer(
+                model=model, algorithm=GNNExplainer(epochs=self.epochs, lr=self.lr),
+                explanation_type="model", edge_mask_type="object", node_mask_type=None,
+                model_config=_MODEL_CONFIG)
+        return self._explainers[scheme]
+
+    def explain(self, graph: ComputeGraph, ops: Group, cache: CostCache,
+                rng: np.random.Generator) -> list[Edge]:
+        """Group edges by GNNExplainer's edge mask, highest first."""
+        x, edge_index, edges = group_tensors(graph, ops, cache.hw.buffer_bytes,
+                                             cache.hw.dtype_bytes)
+        if not edges:
+            return []
+        explainer = self._explainer(cache.scheme)
+        with torch.random.fork_rng(), threads(1):
+            torch.manual_seed(_seed(rng))
+            explanation = explainer(x, edge_index)
+        return _ranked(edges, explanation.edge_mask)
+
+
+def pg_checkpoint(scheme: str) -> Path:
+    """Where the trained PGExplainer parameters of `scheme` ship."""
+    return _checkpoint.CHECKPOINT_DIR / f"pg-{scheme}.pt"
+
+
+@dataclass
+class PgExplainerGET:
+    """PGExplainer (phenomenon: "does not fit"), with parameters trained on the GNN dataset."""
+
+    name: str = "pg"
+    _explainers: dict[str, Explainer] = field(default_factory=dict, repr=False)
+
+    def supports(self, scheme: str) -> bool:
+        """Dataflows with a shipped GNN and trained PGExplainer parameters."""
+        return scheme in _SCHEMES and pg_checkpoint(scheme).is_file()
+
+    def _explainer(self, scheme: str) -> Explainer:
+        if scheme not in self._explainers:
+            algorithm = _pg_algorithm(epochs=1)
+            path = pg_checkpoint(scheme)
+            try:
+                state = torch.load(path, weights_only=True)
+            except (OSError, RuntimeError) as err:
+                raise CheckpointError(f"cannot read PGExplainer parameters {str(path)!r}: "
+                                      f"{err}") from err
+            algorithm.load_state_dict(state["state_dict"])
+            algorithm.epochs = state["epochs"]
+            algorithm._curr_epoch = state["epochs"] - 1  # trained: PyG checks the epochs
+            self._explainers[scheme] = _pg_explainer(load_predictor(scheme).model, algorithm)
+        return self._explainers[scheme]
+
+    def explain(self, graph: ComputeGraph, ops: Group, cache: CostCache,
+                rng: np.random.Generator) -> list[Edge]:
+        """Group edges by PGExplainer's edge mask for the target "does not fit"."""
+        x, edge_index, edges = group_tensors(graph, ops, cache.hw.buffer_bytes,
+                                             cache.hw.dtype_bytes)
+        if not edges:
+            return []
+        explainer = self._explainer(cache.scheme)
+        with torch.random.fork_rng(), threads(1):
+            torch.manual_seed(_seed(rng))
+            explanation = explainer(x, edge_index, target=torch.tensor([0]))
+        return _ranked(edges, explanation.edge_mask)
+
+
+def _pg_algorithm(epochs: int) -> PGExplainer:
+    return PGExplainer(epochs=epochs, lr=0.003)
+
+
+def _pg_explainer(model: torch.nn.Module, algorithm: PGExplainer) -> Explainer:
+    return Explainer(model=model, algorithm=algorithm, explanation_type="phenomenon",
+                     edge_mask_type="object", model_config=_MODEL_CONFIG)
+
+
+def train_pg_explainer(scheme: str, samples: list[tuple[ComputeGraph, Group, int, int]],
+                       epochs: int = 20, seed: int = 0, out: Path | None = None) -> Path:
+    """Train PGExplainer's edge scorer on invalid groups and save it next to the GNN.
+
+    Args:
+        scheme: Dataflow of the GNN explained.
+        samples: (graph, group, buffer bytes, dtype bytes) of groups that do not fit.
+        epochs: Passes over the samples.
+        seed: Torch seed (inside a forked RNG).
+        out: Where to write (default: `pg_checkpoint(scheme)`).
+    """
+    model = load_predictor(scheme).model
+    algorithm = _pg_algorithm(epochs)
+    explainer = _pg_explainer(model, algorithm)
+    data = [group_tensors(g, ops, b, d)[:2] for g, ops, b, d in samples]
+    data = [(x, e) for x, e in data if e.shape[1] > 0]
+    logging.getLogger("torch_geometric").setLevel(logging.ERROR)
+    with torch.random.fork_rng(), threads(1):
+        torch.manual_seed(seed)
+        for epoch in range(epochs):
+            for x, e in data:
+                explainer.algorithm.train(epoch, model, x, e, target=torch.tensor([0]))
+    path = Path(out) if out is not None else pg_checkpoint(scheme)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    torch.save({"state_dict": algorithm.state_dict(), "epochs": epochs, "scheme": scheme,
+                "samples": len(data), "seed": seed}, path)
+    return path
