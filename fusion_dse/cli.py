@@ -184,6 +184,51 @@ def _write_artifacts(result, plot: str | None, trace: str | None) -> None:
         raise InputError(f"cannot write {err.filename!r}: {err.strerror}") from err
 
 
+def _add_explain(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "explain", help="explain why a fusion group does not fit and split it",
+        description="Rank the edges of a fusion group by how much they make it exceed the "
+                    "buffer (a graph-explanation technique on the validity GNN), split the "
+                    "group along them with the recursive greedy splitter (Algorithm 1), and "
+                    "show the explained edges, the pieces and the cut.",
+        epilog="--group takes op names or ids separated by commas; A:B is the ids A to B "
+               "(fusion-dse inspect MODEL lists them). --plot draws the group with the "
+               "explained edges and the cut highlighted.",
+    )
+    p.add_argument("model", metavar="MODEL", help="zoo name, .onnx path or module:callable")
+    p.add_argument("--group", required=True, metavar="OPS", help="the group: OP,OP,... or A:B")
+    p.add_argument("--explainer", choices=("gnne", "pg", "rg", "alledges"), default="gnne",
+                   help="graph-explanation technique (default: gnne)")
+    p.add_argument("--scheme", choices=("lbdf", "brr"), default="lbdf",
+                   help="dataflow (default: lbdf)")
+    p.add_argument("--top", type=int, default=8, metavar="K",
+                   help="explained edges the splitter considers (default: 8)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the explainer (default: 0)")
+    p.add_argument("--format", choices=("table", "json"), default="table",
+                   help="output format (default: table)")
+    p.add_argument("--plot", metavar="OUT.png", help="draw the group, explanation and cut")
+    _add_hw_arguments(p)
+    p.set_defaults(run=_run_explain)
+
+
+def _run_explain(args: argparse.Namespace) -> str:
+    from fusion_dse.explanation import explain_group, explanation_text, write_plot
+
+    if args.top <= 0:
+        raise InputError(f"--top must be positive, got {args.top}")
+    result = explain_group(args.model, args.group, args.hw, args.scheme, args.explainer,
+                           _hw_overrides(args), args.seed, args.top)
+    out = json.dumps(result.to_dict(), indent=2) if args.format == "json" \
+        else explanation_text(result)
+    if args.plot:
+        try:
+            write_plot(result, args.plot)
+        except OSError as err:
+            print(out)
+            raise InputError(f"cannot write {err.filename!r}: {err.strerror}") from err
+    return out
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``fusion-dse``."""
     parser = _Parser(
@@ -197,6 +242,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_evaluate(sub)
     add_optimize(sub)
     _add_simulate(sub)
+    _add_explain(sub)
     return parser
 
 
