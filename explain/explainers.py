@@ -94,8 +94,8 @@ class GnnExplainerGET:
                                              cache.hw.dtype_bytes)
         if not edges:
             return []
-        explainer = self._explainer(cache.scheme)
-        with torch.random.fork_rng(), threads(1):
+        with torch.random.fork_rng(), threads(1):  # model loading draws initial weights too
+            explainer = self._explainer(cache.scheme)
             torch.manual_seed(_seed(rng))
             explanation = explainer(x, edge_index)
         return _ranked(edges, explanation.edge_mask)
@@ -139,8 +139,8 @@ class PgExplainerGET:
                                              cache.hw.dtype_bytes)
         if not edges:
             return []
-        explainer = self._explainer(cache.scheme)
-        with torch.random.fork_rng(), threads(1):
+        with torch.random.fork_rng(), threads(1):  # model loading draws initial weights too
+            explainer = self._explainer(cache.scheme)
             torch.manual_seed(_seed(rng))
             explanation = explainer(x, edge_index, target=torch.tensor([0]))
         return _ranked(edges, explanation.edge_mask)
@@ -166,14 +166,14 @@ def train_pg_explainer(scheme: str, samples: list[tuple[ComputeGraph, Group, int
         seed: Torch seed (inside a forked RNG).
         out: Where to write (default: `pg_checkpoint(scheme)`).
     """
-    model = load_predictor(scheme).model
-    algorithm = _pg_algorithm(epochs)
-    explainer = _pg_explainer(model, algorithm)
     data = [group_tensors(g, ops, b, d)[:2] for g, ops, b, d in samples]
     data = [(x, e) for x, e in data if e.shape[1] > 0]
     logging.getLogger("torch_geometric").setLevel(logging.ERROR)
     with torch.random.fork_rng(), threads(1):
         torch.manual_seed(seed)
+        model = load_predictor(scheme).model
+        algorithm = _pg_algorithm(epochs)
+        explainer = _pg_explainer(model, algorithm)
         for epoch in range(epochs):
             for x, e in data:
                 explainer.algorithm.train(epoch, model, x, e, target=torch.tensor([0]))

@@ -1,4 +1,4 @@
-"""Shared fixtures of the CLI tests."""
+"""Fixtures shared by every test folder."""
 
 from __future__ import annotations
 
