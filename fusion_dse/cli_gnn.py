@@ -10,8 +10,12 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from simulator.errors import InputError
+
+if TYPE_CHECKING:
+    from explain.pipeline import TrainGnnResult
 
 __all__ = ["DEFAULT_OUT_ROOT", "add_train_gnn", "parse_group_counts", "run_train_gnn",
            "summary_text"]
@@ -100,7 +104,7 @@ def run_train_gnn(args: argparse.Namespace) -> str:
     return summary_text(result)
 
 
-def summary_text(result) -> str:  # noqa: ANN001 - explain.pipeline.TrainGnnResult
+def summary_text(result: TrainGnnResult) -> str:
     """The report printed after a run: metrics, dataset counts, timings, files."""
     from explain.pipeline import metrics_table
     from explain.stats import dataset_table

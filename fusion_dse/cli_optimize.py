@@ -55,6 +55,9 @@ def add_optimize(sub: argparse._SubParsersAction) -> None:
                    help="rs: random, ls: local search, nsga2: NSGA-II (default: ls)")
     p.add_argument("--repair", choices=REPAIRS, default="random",
                    help="splitter for groups over the buffer (default: random)")
+    p.add_argument("--explained-edges", type=int, metavar="K",
+                   help="explained edges an explanation-guided repair considers per group "
+                        "(gnne, pg, rg, alledges; default: 8)")
     p.add_argument("--budget", type=int, default=2000, metavar="N",
                    help="partition plans to propose and evaluate, exactly (default: 2000)")
     p.add_argument("--seed", type=int, default=0, metavar="S",
@@ -87,7 +90,7 @@ def run_optimize(args: argparse.Namespace) -> str:
                       repair=args.repair, budget=args.budget, seed=args.seed,
                       objectives=args.objectives, overrides=_hw_overrides(args),
                       progress=not args.quiet and sys.stderr.isatty(),
-                      input_shape=args.input_shape)
+                      input_shape=args.input_shape, explained_edges=args.explained_edges)
     out = Path(args.out) if args.out else default_out_dir(result.graph.name, args.scheme,
                                                           args.search)
     files = write_outputs(result, out)

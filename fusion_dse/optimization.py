@@ -88,7 +88,8 @@ def optimize(model: str | ComputeGraph, hw: str | HardwareConfig = "edge-npu",
              budget: int = 2000, seed: int = 0, objectives: str | Sequence[str] = ("dram",),
              overrides: Mapping[str, Any] | None = None,
              progress: bool | Callable[[int, int | None], None] = False,
-             input_shape: str | None = None) -> SearchResult:
+             input_shape: str | None = None,
+             explained_edges: int | None = None) -> SearchResult:
     """Find the valid partition plan of `model` with the least DRAM traffic.
 
     Args:
@@ -96,13 +97,16 @@ def optimize(model: str | ComputeGraph, hw: str | HardwareConfig = "edge-npu",
         hw: Hardware preset name, YAML path or configuration.
         scheme: Fusion dataflow, ``lbdf`` or ``brr``.
         search: ``rs`` (random), ``ls`` (local) or ``nsga2``.
-        repair: Splitter for groups over the buffer (``random``).
+        repair: Splitter for groups over the buffer: ``random``, or explanation-guided
+            (``gnne``, ``pg``, ``rg``, or ``alledges`` without explanation).
         budget: Partition plans to propose and evaluate (exactly).
         seed: Seed of the run's generator; the same seed gives the same plan and history.
         objectives: ``dram``, ``dram,mbu`` or ``dram,cycles`` (a string or a sequence).
         overrides: Hardware overrides, e.g. ``{"buffer": "128KiB"}``.
         progress: True for a tqdm bar on stderr, or a callback (evaluated, best DRAM).
         input_shape: Input shape override for `model` (``N,C,H,W``).
+        explained_edges: Explained edges the explanation-guided splitter considers per
+            group (default: `explain.tree_split.GetSplitter.max_edges`).
 
     Returns:
         The search result; ``summary["baselines"]`` holds the reference baselines.
@@ -113,7 +117,7 @@ def optimize(model: str | ComputeGraph, hw: str | HardwareConfig = "edge-npu",
     PlanBudget(budget)
     seed = _check_seed(seed)
     algorithm = make_algorithm(_check_search(search))
-    splitter = make_splitter(repair)
+    splitter = make_splitter(repair, explained_edges)
     objectives = parse_objectives(objectives)
     graph = model if isinstance(model, ComputeGraph) else load(model, input_shape)
     config = resolve_hw(hw, overrides)
@@ -152,6 +156,8 @@ def make_splitter(name: str, max_edges: int | None = None):  # noqa: ANN201 - a 
     from explain.tree_split import GetSplitter
 
     splitter = GetSplitter(make_explainer(key))
+    if key == "alledges":
+        splitter.max_edges = None  # no explanation: every edge is a candidate
     if max_edges is not None:
         splitter.max_edges = max_edges
     return splitter

@@ -79,6 +79,15 @@ def test_category_1_two_fitting_sides_with_least_dram_win():
     assert splitter.stats.rectified == 1 and splitter.stats.fallbacks == 0
 
 
+def test_rectify_rate_measures_the_explanation_alone():
+    g = chain(6)
+    good = GetSplitter(Scripted(((2, 3),), 6))  # one cut after op 2: both halves fit
+    bad = GetSplitter(Scripted(((0, 1),), 6))  # a cut after op 0 leaves 5 ops together
+    for splitter in (good, bad):
+        run(splitter, g, FakeCache(g, 3))
+    assert good.stats.rectify_rate == 1.0 and bad.stats.rectify_rate == 0.0
+
+
 def test_category_2_keeps_the_largest_fitting_side_and_splits_the_rest():
     g = chain(6)
     # explained edges (0, 1) -> [0] | [1..5] and (3, 4) -> [0..3] | [4, 5]: both one-sided;
@@ -96,7 +105,9 @@ def test_category_3_splits_both_sides_recursively():
     got = run(splitter, g, FakeCache(g, 2))
     assert sorted(o for grp in got for o in grp) == list(range(6))
     assert all(len(grp) <= 2 for grp in got) and len(got) == 4
-    assert splitter.stats.rectified == 1
+    # the explanation alone (one cut after op 2) leaves sides of 3 ops: not rectified by it,
+    # although Algorithm 1 found a split by explaining the sides again
+    assert splitter.stats.rectified == 0 and splitter.stats.fallbacks == 0
 
 
 def test_unrectifiable_groups_fall_back_to_random_splitting_and_are_counted():
@@ -124,7 +135,7 @@ def test_as_a_repair_on_a_real_network_every_piece_fits_and_covers_the_group():
     from search.encoding import components
     group = max(components(graph, group), key=len)
     assert not cache.group(group).fits
-    splitter = GetSplitter(AllEdgesExplainer())
+    splitter = GetSplitter(AllEdgesExplainer(), max_edges=None)
     pieces = splitter.split(graph, group, cache, np.random.default_rng(0))
     assert sorted(o for p in pieces for o in p) == list(group)
     assert all(cache.group(p).fits for p in pieces)
