@@ -126,7 +126,7 @@ class GetSplitter:
     """
 
     explainer: Explainer
-    max_edges: int | None = 8
+    max_edges: int | None = 4
     stats: SplitStats = field(default_factory=SplitStats)
     _memo: dict[tuple, list[Group] | None] = field(default_factory=dict, repr=False)
     _rectified: dict[tuple, bool] = field(default_factory=dict, repr=False)

@@ -57,7 +57,7 @@ def add_optimize(sub: argparse._SubParsersAction) -> None:
                    help="splitter for groups over the buffer (default: random)")
     p.add_argument("--explained-edges", type=int, metavar="K",
                    help="explained edges an explanation-guided repair considers per group "
-                        "(gnne, pg, rg, alledges; default: 8)")
+                        "(gnne, pg, rg; default: 4; alledges: all)")
     p.add_argument("--budget", type=int, default=2000, metavar="N",
                    help="partition plans to propose and evaluate, exactly (default: 2000)")
     p.add_argument("--seed", type=int, default=0, metavar="S",
