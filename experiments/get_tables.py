@@ -19,6 +19,7 @@ import pandas as pd
 
 from explain.stats import markdown_table
 from fusion_dse.optimization import optimize
+from simulator.errors import InputError
 
 TABLE_V = [("ls", r) for r in ("gnne", "pg", "rg")] + [("rs", r) for r in ("gnne", "pg", "rg")]
 NETWORKS = ("mobilenet_v2", "resnet18", "resnet50", "vgg16", "squeezenet1_0")
@@ -43,11 +44,22 @@ def run(model: str, scheme: str, search: str, repair: str, budget: int, seed: in
     return row
 
 
-def write(df: pd.DataFrame, out: Path, stem: str) -> None:
+def collect(runs, out: Path, stem: str) -> pd.DataFrame:
+    """Run each configuration, rewriting the CSV and markdown after every row (nothing
+    computed is lost if a later run fails); unsupported combinations are skipped."""
     out.mkdir(parents=True, exist_ok=True)
-    df.to_csv(out / f"{stem}.csv", index=False)
-    (out / f"{stem}.md").write_text(markdown_table(df.round(3)) + "\n")
-    print(df.to_string(index=False), flush=True)
+    rows = []
+    for args in runs:
+        try:
+            rows.append(run(*args))
+        except InputError as err:
+            print(f"skipped {args}: {err}", flush=True)
+            continue
+        df = pd.DataFrame(rows)
+        df.to_csv(out / f"{stem}.csv", index=False)
+        (out / f"{stem}.md").write_text(markdown_table(df.round(3)) + "\n")
+        print(" ".join(f"{k}={v}" for k, v in rows[-1].items()), flush=True)
+    return pd.DataFrame(rows)
 
 
 def main() -> None:
@@ -56,20 +68,20 @@ def main() -> None:
     p.add_argument("--budget", type=int, default=2000)
     p.add_argument("--seeds", default="0", help="comma-separated seeds")
     p.add_argument("--repairs", default=",".join(REPAIRS))
+    p.add_argument("--schemes", default="lbdf,brr")
     p.add_argument("--out", default="experiments/results")
     args = p.parse_args()
     seeds = [int(s) for s in args.seeds.split(",")]
     out = Path(args.out)
     if args.table in ("v", "both"):
-        rows = [run("mobilenet_v2", "lbdf", search, repair, args.budget, seed)
-                for search, repair in TABLE_V for seed in seeds
-                if repair in args.repairs.split(",")]
-        write(pd.DataFrame(rows), out, "table_v")
+        collect([("mobilenet_v2", "lbdf", search, repair, args.budget, seed)
+                 for search, repair in TABLE_V for seed in seeds
+                 if repair in args.repairs.split(",")], out, "table_v")
     if args.table in ("repairs", "both"):
-        rows = [run(n, scheme, search, repair, args.budget, seed)
-                for scheme in ("lbdf", "brr") for n in NETWORKS for search in ("ls", "rs")
-                for repair in args.repairs.split(",") for seed in seeds]
-        write(pd.DataFrame(rows), out, "repairs")
+        collect([(n, scheme, search, repair, args.budget, seed)
+                 for scheme in args.schemes.split(",") for n in NETWORKS
+                 for search in ("ls", "rs") for repair in args.repairs.split(",")
+                 for seed in seeds], out, "repairs")
 
 
 if __name__ == "__main__":
