@@ -61,6 +61,20 @@ def _ranked(edges: list[Edge], mask: torch.Tensor) -> list[Edge]:
     return [edges[k] for k in order]
 
 
+def _explain_with(make, graph: ComputeGraph, ops: Group, cache: CostCache,
+                  rng: np.random.Generator, **kwargs) -> list[Edge]:
+    """Encode the group, run a PyG explainer on it (seeded, one thread) and rank its edges."""
+    x, edge_index, edges = group_tensors(graph, ops, cache.hw.buffer_bytes,
+                                         cache.hw.dtype_bytes)
+    if not edges:
+        return []
+    with torch.random.fork_rng(), threads(1):  # model loading draws initial weights too
+        explainer = make(cache.scheme)
+        torch.manual_seed(_seed(rng))
+        explanation = explainer(x, edge_index, **kwargs)
+    return _ranked(edges, explanation.edge_mask)
+
+
 def _seed(rng: np.random.Generator) -> int:
     return int(rng.integers(0, 2**31 - 1))
 
@@ -90,15 +104,7 @@ class GnnExplainerGET:
     def explain(self, graph: ComputeGraph, ops: Group, cache: CostCache,
                 rng: np.random.Generator) -> list[Edge]:
         """Group edges by GNNExplainer's edge mask, highest first."""
-        x, edge_index, edges = group_tensors(graph, ops, cache.hw.buffer_bytes,
-                                             cache.hw.dtype_bytes)
-        if not edges:
-            return []
-        with torch.random.fork_rng(), threads(1):  # model loading draws initial weights too
-            explainer = self._explainer(cache.scheme)
-            torch.manual_seed(_seed(rng))
-            explanation = explainer(x, edge_index)
-        return _ranked(edges, explanation.edge_mask)
+        return _explain_with(self._explainer, graph, ops, cache, rng)
 
 
 def pg_checkpoint(scheme: str) -> Path:
@@ -135,15 +141,8 @@ class PgExplainerGET:
     def explain(self, graph: ComputeGraph, ops: Group, cache: CostCache,
                 rng: np.random.Generator) -> list[Edge]:
         """Group edges by PGExplainer's edge mask for the target "does not fit"."""
-        x, edge_index, edges = group_tensors(graph, ops, cache.hw.buffer_bytes,
-                                             cache.hw.dtype_bytes)
-        if not edges:
-            return []
-        with torch.random.fork_rng(), threads(1):  # model loading draws initial weights too
-            explainer = self._explainer(cache.scheme)
-            torch.manual_seed(_seed(rng))
-            explanation = explainer(x, edge_index, target=torch.tensor([0]))
-        return _ranked(edges, explanation.edge_mask)
+        return _explain_with(self._explainer, graph, ops, cache, rng,
+                             target=torch.tensor([0]))
 
 
 def _pg_algorithm(epochs: int) -> PGExplainer:

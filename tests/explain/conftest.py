@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
-
 import pytest
 
 from simulator.workload.builder import GraphBuilder
@@ -49,31 +47,3 @@ def head():
     b.add_op("flat", OpKind.RESHAPE, "flatten", ["gap"], (1, 32))
     b.add_op("fc", OpKind.LINEAR, "linear", ["flat"], (1, 10), weight_elems=32 * 10 + 10)
     return b.build(["fc"])
-
-
-@pytest.fixture
-def cli(capsys, monkeypatch):
-    """Run ``fusion-dse ARGV...`` in-process with train-gnn wired in: (status, stdout, stderr)."""
-    from fusion_dse import cli as cli_module
-    from fusion_dse.cli_gnn import add_train_gnn
-
-    build = cli_module.build_parser
-
-    def with_train_gnn() -> argparse.ArgumentParser:
-        parser = build()
-        sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
-        if "train-gnn" not in sub.choices:  # until fusion_dse.cli wires it in itself
-            add_train_gnn(sub)
-        return parser
-
-    monkeypatch.setattr(cli_module, "build_parser", with_train_gnn)
-
-    def run(*argv: str) -> tuple[int, str, str]:
-        try:
-            code = cli_module.main(list(argv))
-        except SystemExit as stop:
-            code = stop.code
-        out, err = capsys.readouterr()
-        return code, out, err
-
-    return run

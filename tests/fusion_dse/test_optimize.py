@@ -4,15 +4,13 @@ determinism, progress, and every kind of bad input (one line, exit status 2) or 
 
 from __future__ import annotations
 
-import argparse
 import json
 
 import pandas as pd
 import pytest
 
-from fusion_dse import cli
 from fusion_dse.api import evaluate
-from fusion_dse.cli_optimize import REPAIRS, SEARCHES, add_optimize, default_out_dir
+from fusion_dse.cli_optimize import REPAIRS, SEARCHES, default_out_dir
 from fusion_dse.optimization import GET_REPAIRS, make_splitter, optimize, write_outputs
 from search import ALGORITHMS
 from search.result import HISTORY_COLUMNS
@@ -32,28 +30,9 @@ FAST = {"overrides": {"buffer": "128KiB"}, "budget": 40}
 
 
 @pytest.fixture
-def run_cli(capsys, monkeypatch):
-    """`fusion-dse ARGV...` in-process with `optimize` registered: (status, stdout, stderr)."""
-    original = cli.build_parser
-
-    def build():
-        parser = original()
-        sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
-        if "optimize" not in sub.choices:
-            add_optimize(sub)
-        return parser
-
-    monkeypatch.setattr(cli, "build_parser", build)
-
-    def run(*argv: str) -> tuple[int, str, str]:
-        try:
-            code = cli.main(list(argv))
-        except SystemExit as stop:
-            code = stop.code
-        out, err = capsys.readouterr()
-        return code, out, err
-
-    return run
+def run_cli(cli):
+    """`fusion-dse ARGV...` in-process (the shared `cli` fixture)."""
+    return cli
 
 
 @pytest.fixture(scope="module")
