@@ -114,19 +114,27 @@ def pg_checkpoint(scheme: str) -> Path:
 
 @dataclass
 class PgExplainerGET:
-    """PGExplainer (phenomenon: "does not fit"), with parameters trained on the GNN dataset."""
+    """PGExplainer (phenomenon: "does not fit"), with parameters trained on the GNN dataset.
+
+    Attributes:
+        checkpoint: Parameters to use instead of the shipped ones (`pg_checkpoint`).
+    """
 
     name: str = "pg"
+    checkpoint: Path | None = None
     _explainers: dict[str, Explainer] = field(default_factory=dict, repr=False)
+
+    def _path(self, scheme: str) -> Path:
+        return Path(self.checkpoint) if self.checkpoint is not None else pg_checkpoint(scheme)
 
     def supports(self, scheme: str) -> bool:
         """Dataflows with a shipped GNN and trained PGExplainer parameters."""
-        return scheme in _SCHEMES and pg_checkpoint(scheme).is_file()
+        return scheme in _SCHEMES and self._path(scheme).is_file()
 
     def _explainer(self, scheme: str) -> Explainer:
         if scheme not in self._explainers:
             algorithm = _pg_algorithm(epochs=1)
-            path = pg_checkpoint(scheme)
+            path = self._path(scheme)
             try:
                 state = torch.load(path, weights_only=True)
             except (OSError, RuntimeError) as err:

@@ -497,19 +497,24 @@ class RgExplainerGET:
         greedy: Run the policy deterministically (most likely seed and actions); otherwise
             sample it with a torch seed drawn from the search's generator.
         name: ``"rg"``.
+        checkpoint: Parameters to use instead of the shipped ones (`rg_checkpoint`).
     """
 
     greedy: bool = True
     name: str = "rg"
+    checkpoint: Path | None = None
     _policies: dict[str, tuple[RgPolicy, RgConfig]] = field(default_factory=dict, repr=False)
+
+    def _path(self, scheme: str) -> Path:
+        return Path(self.checkpoint) if self.checkpoint is not None else rg_checkpoint(scheme)
 
     def supports(self, scheme: str) -> bool:
         """Dataflows with a shipped GNN and trained RG-Explainer parameters."""
-        return scheme in _SCHEMES and rg_checkpoint(scheme).is_file()
+        return scheme in _SCHEMES and self._path(scheme).is_file()
 
     def _policy(self, scheme: str) -> tuple[RgPolicy, RgConfig]:
         if scheme not in self._policies:
-            self._policies[scheme] = load_rg_policy(rg_checkpoint(scheme), scheme)
+            self._policies[scheme] = load_rg_policy(self._path(scheme), scheme)
         return self._policies[scheme]
 
     def explain(self, graph: ComputeGraph, ops: Group, cache: CostCache,

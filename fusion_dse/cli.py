@@ -14,7 +14,7 @@ import warnings
 from collections.abc import Callable, Sequence
 
 from fusion_dse import reports
-from fusion_dse.cli_gnn import add_train_gnn
+from fusion_dse.cli_gnn import add_train_explainer, add_train_gnn
 from fusion_dse.cli_optimize import add_optimize
 from simulator.errors import InputError
 
@@ -245,6 +245,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_simulate(sub)
     _add_explain(sub)
     add_train_gnn(sub)
+    add_train_explainer(sub)
     return parser
 
 

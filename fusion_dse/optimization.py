@@ -89,7 +89,7 @@ def optimize(model: str | ComputeGraph, hw: str | HardwareConfig = "edge-npu",
              overrides: Mapping[str, Any] | None = None,
              progress: bool | Callable[[int, int | None], None] = False,
              input_shape: str | None = None,
-             explained_edges: int | None = None) -> SearchResult:
+             explained_edges: int | None = None, keep_baseline: bool = True) -> SearchResult:
     """Find the valid partition plan of `model` with the least DRAM traffic.
 
     Args:
@@ -107,6 +107,9 @@ def optimize(model: str | ComputeGraph, hw: str | HardwareConfig = "edge-npu",
         input_shape: Input shape override for `model` (``N,C,H,W``).
         explained_edges: Explained edges the explanation-guided splitter considers per
             group (default: `explain.tree_split.GetSplitter.max_edges`).
+        keep_baseline: Explanation-guided repairs keep the random repair's split of a group
+            when it costs less DRAM (`explain.tree_split.GetSplitter.keep_baseline`); False
+            for Algorithm 1 alone, as in the paper.
 
     Returns:
         The search result; ``summary["baselines"]`` holds the reference baselines.
@@ -117,7 +120,7 @@ def optimize(model: str | ComputeGraph, hw: str | HardwareConfig = "edge-npu",
     PlanBudget(budget)
     seed = _check_seed(seed)
     algorithm = make_algorithm(_check_search(search))
-    splitter = make_splitter(repair, explained_edges)
+    splitter = make_splitter(repair, explained_edges, keep_baseline)
     objectives = parse_objectives(objectives)
     graph = model if isinstance(model, ComputeGraph) else load(model, input_shape)
     config = resolve_hw(hw, overrides)
@@ -136,7 +139,8 @@ def optimize(model: str | ComputeGraph, hw: str | HardwareConfig = "edge-npu",
         "baseline_seconds": round(time.perf_counter() - started, 3),
     }
     if hasattr(splitter, "stats"):  # the explanation-guided splitter's Table V figures
-        summary["splitter"] = splitter.stats.to_dict()
+        summary["splitter"] = {**splitter.stats.to_dict(), "max_edges": splitter.max_edges,
+                               "keep_baseline": splitter.keep_baseline}
     return replace(result, summary=summary)
 
 
@@ -144,7 +148,8 @@ GET_REPAIRS = ("alledges", "gnne", "pg", "rg")
 """Explanation-guided repairs (`explain.tree_split.GetSplitter` with each explainer)."""
 
 
-def make_splitter(name: str, max_edges: int | None = None):  # noqa: ANN201 - a Splitter
+def make_splitter(name: str, max_edges: int | None = None,  # noqa: ANN201 - a Splitter
+                  keep_baseline: bool = True):
     """The repair called `name`: ``random`` (search) or an explanation-guided one (explain).
 
     Raises:
@@ -155,7 +160,7 @@ def make_splitter(name: str, max_edges: int | None = None):  # noqa: ANN201 - a 
         return get_splitter(name)
     from explain.tree_split import GetSplitter
 
-    splitter = GetSplitter(make_explainer(key))
+    splitter = GetSplitter(make_explainer(key), keep_baseline=keep_baseline)
     if key == "alledges":
         splitter.max_edges = None  # no explanation: every edge is a candidate
     if max_edges is not None:

@@ -49,3 +49,35 @@ def test_a_tiny_run_writes_checkpoint_tables_and_plot(cli, tmp_path):
     from explain.checkpoint import load_checkpoint
 
     assert load_checkpoint(out / "brr.pt", "brr").scheme == "brr"
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--explainer", "rg", "--scheme", "lbdf", "--epochs", "0"], "--epochs must be positive"),
+    (["--explainer", "pg", "--scheme", "brr", "--samples-per-network", "-2"],
+     "--samples-per-network must be positive"),
+    (["--explainer", "rg", "--scheme", "lbdf", "--held-out-per-network", "-1"],
+     "--held-out-per-network must be >= 0"),
+    (["--explainer", "gnne", "--scheme", "lbdf"], "invalid choice"),
+    (["--scheme", "lbdf"], "--explainer"),
+])
+def test_train_explainer_bad_arguments_exit_2_with_one_line(cli, argv, message):
+    code, out, err = cli("train-explainer", *argv)
+    assert code == 2 and out == ""
+    assert message in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("explainer", ["pg", "rg"])
+def test_train_explainer_writes_parameters_that_the_repair_loads(cli, tmp_path, explainer):
+    out = tmp_path / f"{explainer}.pt"
+    code, text, err = cli("train-explainer", "--explainer", explainer, "--scheme", "lbdf",
+                          "--epochs", "1", "--samples-per-network", "3",
+                          "--held-out-per-network", "3", "--out", str(out))
+    assert code == 0, err
+    assert "held-out rectify rate (top 4 edges alone)" in text and str(out) in text
+    from explain.explainers import PgExplainerGET
+    from explain.rg_explainer import RgExplainerGET
+
+    get = (PgExplainerGET if explainer == "pg" else RgExplainerGET)(checkpoint=out)
+    assert get.supports("lbdf") and not get.supports("lbl")
+    get._explainer("lbdf") if explainer == "pg" else get._policy("lbdf")

@@ -120,7 +120,7 @@ def test_unrectifiable_groups_fall_back_to_random_splitting_and_are_counted():
 
 def test_memoised_by_group():
     g = chain(6)
-    splitter = GetSplitter(AllEdgesExplainer())
+    splitter = GetSplitter(AllEdgesExplainer(), keep_baseline=False)
     cache = FakeCache(g, 3)
     first = run(splitter, g, cache)
     queries = cache.queries
@@ -141,3 +141,56 @@ def test_as_a_repair_on_a_real_network_every_piece_fits_and_covers_the_group():
     assert all(cache.group(p).fits for p in pieces)
     assert all(graph.is_weakly_connected(p) for p in pieces)
     assert splitter.stats.rectify_rate == 1.0
+
+
+def _dram(cache, pieces) -> int:
+    return sum(cache.group(p).dram_bytes for p in pieces)
+
+
+def test_baseline_guard_keeps_the_random_split_when_it_costs_less():
+    from search.splitter import RandomSplitter
+
+    g = chain(6)
+    price = {1: 1000, 3: 1000}  # Algorithm 1 cuts 0 | 1..5, then {1, 2, 3} | {4, 5}: 1,300
+    kept = 0
+    for seed in range(12):
+        guarded = GetSplitter(Scripted(((0, 1),), 6))
+        alone = GetSplitter(Scripted(((0, 1),), 6), keep_baseline=False)
+        cache = FakeCache(g, 3, price)
+        got = run_seeded(guarded, g, cache, seed)
+        pure = run_seeded(alone, g, cache, seed)
+        base = RandomSplitter().split(g, tuple(range(6)), cache, np.random.default_rng(seed))
+        assert pure == [(0,), (1, 2, 3), (4, 5)] and alone.stats.baseline_kept == 0
+        assert _dram(cache, got) == min(_dram(cache, pure), _dram(cache, base))
+        assert guarded.stats.baseline_kept == (_dram(cache, base) < _dram(cache, pure))
+        assert got == (sorted(base) if guarded.stats.baseline_kept else pure)
+        kept += guarded.stats.baseline_kept
+    assert 0 < kept < 12  # both outcomes occur over the seeds
+
+
+def run_seeded(splitter, graph, cache, seed):
+    return splitter.split(graph, tuple(range(len(graph))), cache, np.random.default_rng(seed))
+
+
+def test_baseline_guard_never_costs_more_than_the_random_repair_on_a_real_network():
+    from search.encoding import components
+    from search.splitter import RandomSplitter
+
+    graph = load_zoo("mobilenet_v2")
+    cache = CostCache(graph, load_hw("edge-npu", {"buffer": "128KiB"}), "lbdf")
+    unfusable = set(cache.unfusable)
+    fuseable = [o for o in range(len(graph)) if o not in unfusable]
+    guarded = GetSplitter(AllEdgesExplainer(), max_edges=2)
+    alone = GetSplitter(AllEdgesExplainer(), max_edges=2, keep_baseline=False)
+    checked = 0
+    for start in range(0, 90, 6):
+        for group in components(graph, [o for o in fuseable if start <= o < start + 30]):
+            if cache.group(group).fits:
+                continue
+            got = guarded.split(graph, group, cache, np.random.default_rng(start))
+            base = RandomSplitter().split(graph, group, cache, np.random.default_rng(start))
+            pure = alone.split(graph, group, cache, np.random.default_rng(start))
+            assert _dram(cache, got) == min(_dram(cache, base), _dram(cache, pure))
+            assert all(cache.group(p).fits for p in got)
+            checked += 1
+    assert checked >= 5 and alone.stats.baseline_kept == 0

@@ -205,3 +205,22 @@ def test_cli_brr_with_every_group_incompatible_says_so(run_cli, tmp_path):
     assert "BRR-incompatible" in stderr and "squeeze-and-excitation" in stderr
     summary = json.loads((tmp_path / "out" / "summary.json").read_text())
     assert summary["status"] == "no_fusable_pair"
+
+
+@pytest.mark.parametrize("scheme", ["lbdf", "brr"])
+def test_guarded_get_repair_never_costs_more_than_random_repair_plan_by_plan(scheme):
+    # random search proposes the same plans whatever the repair (a split draws from its own
+    # generator), and the baseline guard keeps the cheaper split of every group: so with the
+    # same seed every recorded plan costs at most what it costs under the random repair
+    args = dict(search="rs", budget=80, seed=4, scheme=scheme, overrides={"buffer": "128KiB"})
+    rand = optimize("mobilenet_v2", repair="random", **args)
+    get = optimize("mobilenet_v2", repair="alledges", explained_edges=2, **args)
+    pure = optimize("mobilenet_v2", repair="alledges", explained_edges=2, keep_baseline=False,
+                    **args)
+    a, b = rand.history["dram_bytes"], get.history["dram_bytes"]
+    assert len(a) == len(b) == 80 and (b <= a).all() and (b < a).any()
+    assert get.cost.dram_bytes <= rand.cost.dram_bytes
+    assert (get.history["dram_bytes"] <= pure.history["dram_bytes"]).all()
+    assert get.summary["splitter"]["keep_baseline"] is True
+    assert pure.summary["splitter"]["keep_baseline"] is False
+    assert pure.summary["splitter"]["baseline_kept"] == 0
