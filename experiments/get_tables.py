@@ -1,87 +1,191 @@
-"""Reproduce the GET experiments: Table V (rectify rate and search time per explainer) and a
-Table III/IV-style comparison of repairs (LS and RS with random, alledges, GNNE, PG and RG
-repair on MobileNetV2, ResNet-18, ResNet-50, VGG16 and SqueezeNet at 128 KiB, LBDF and BRR).
+"""Reproduce the GET experiments of Mills et al.: Table V (rectify rate and search time per
+explainer), the Table III/IV comparison of repairs (local and random search with the random,
+alledges, GNNE, PG and RG repairs on MobileNetV2, ResNet-18, ResNet-50, VGG16 and SqueezeNet at
+128 KiB, LBDF and BRR, 2,000 plans) and Table II (EfficientNet-B3, ResNet-152 and
+DeepLabV3-MobileNetV3 at 256 KiB, LBDF, 5,000 plans, local search, NSGA-II and random search).
 
-    python experiments/get_tables.py [--table v|repairs|both] [--budget 2000] [--seeds 0]
+    python experiments/get_tables.py [--table v|repairs|large|all] [--seeds 0,1]
+                                     [--repairs random,rg] [--pure] [--jobs 4]
                                      [--out experiments/results]
 
-Writes CSV and markdown next to each other; numbers are measured on this machine with this
-project's cost models (not the paper's).
+Every explanation-guided repair runs with the baseline guard (the default of `fusion-dse
+optimize`); `--pure` adds a run of each without it (`--no-baseline-guard`: Algorithm 1 alone,
+as in the paper), repair named ``<name>-pure``. `--jobs` runs configurations in parallel
+processes (each single-threaded); the CSV and markdown are rewritten after every finished run,
+so nothing computed is lost if a later one fails. Then
+
+    python experiments/get_tables.py --report [--out experiments/results]
+
+prints the comparison tables (DRAM in MB over fuseable ops per repair, and where a repair is
+worse than the random repair for the same search, seed and budget) from the CSVs.
+Numbers are measured with this project's cost models, GNN and explainers, not the paper's.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import time
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
 import pandas as pd
 
-from explain.stats import markdown_table
-from fusion_dse.optimization import optimize
-from simulator.errors import InputError
-
-TABLE_V = [("ls", r) for r in ("gnne", "pg", "rg")] + [("rs", r) for r in ("gnne", "pg", "rg")]
+TABLE_V = [(s, r) for s in ("ls", "rs") for r in ("gnne", "pg", "rg")]
 NETWORKS = ("mobilenet_v2", "resnet18", "resnet50", "vgg16", "squeezenet1_0")
+LARGE = ("efficientnet_b3", "resnet152", "deeplabv3_mobilenet_v3_large")
 REPAIRS = ("random", "alledges", "gnne", "pg", "rg")
+# expected relative cost of a run, to start the longest first when running in parallel
+_WEIGHT = {"gnne": 20, "pg": 3, "rg": 3, "alledges": 2, "random": 1}
 
 
-def run(model: str, scheme: str, search: str, repair: str, budget: int, seed: int) -> dict:
+def run(model: str, scheme: str, search: str, repair: str, budget: int, seed: int,
+        buffer: str) -> dict:
+    """One search; returns its row (DRAM over fuseable ops in MB, splitter counters)."""
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    from fusion_dse.optimization import optimize
+
+    name, pure = repair.removesuffix("-pure"), repair.endswith("-pure")
     start = time.perf_counter()
-    r = optimize(model, scheme=scheme, search=search, repair=repair, budget=budget, seed=seed,
-                 overrides={"buffer": "128KiB"})
+    r = optimize(model, scheme=scheme, search=search, repair=name, budget=budget, seed=seed,
+                 overrides={"buffer": buffer}, keep_baseline=not pure)
     s = r.summary
-    row = {"network": model, "scheme": scheme, "search": search, "repair": repair,
-           "seed": seed, "budget": budget, "dram_fuseable_mb": r.cost.dram_bytes_fuseable / 1e6,
-           "mbu_kib": r.cost.mbu / 1024, "seconds": round(time.perf_counter() - start, 1)}
+    row = {"network": model, "scheme": scheme, "buffer": buffer, "search": search,
+           "repair": repair, "seed": seed, "budget": budget,
+           "dram_fuseable_mb": r.cost.dram_bytes_fuseable / 1e6,
+           "dram_mb": r.cost.dram_bytes / 1e6, "mbu_kib": r.cost.mbu / 1024,
+           "seconds": round(time.perf_counter() - start, 1)}
     if "splitter" in s:
-        row.update(rectify_rate=s["splitter"]["rectify_rate"],
-                   invalid_groups=s["splitter"]["requests"],
-                   explainer_seconds=round(s["splitter"]["explain_seconds"], 1),
-                   fallbacks=s["splitter"]["fallbacks"],
-                   fbeta_queries=s["splitter"]["fbeta_queries"],
-                   fd_queries=s["splitter"]["fd_queries"])
+        sp = s["splitter"]
+        row.update(rectify_rate=sp["rectify_rate"], invalid_groups=sp["requests"],
+                   explainer_seconds=round(sp["explain_seconds"], 1),
+                   fallbacks=sp["fallbacks"], baseline_kept=sp["baseline_kept"],
+                   fbeta_queries=sp["fbeta_queries"], fd_queries=sp["fd_queries"])
     return row
 
 
-def collect(runs, out: Path, stem: str) -> pd.DataFrame:
-    """Run each configuration, rewriting the CSV and markdown after every row (nothing
-    computed is lost if a later run fails); unsupported combinations are skipped."""
+def _write(rows: list[dict], out: Path, stem: str) -> None:
+    from explain.stats import markdown_table
+
+    df = pd.DataFrame(rows)
+    df.to_csv(out / f"{stem}.csv", index=False)
+    (out / f"{stem}.md").write_text(markdown_table(df.round(3)) + "\n")
+
+
+def collect(runs: list[tuple], out: Path, stem: str, jobs: int = 1) -> pd.DataFrame:
+    """Run each configuration (in `jobs` processes), rewriting the CSV and markdown after
+    every finished run; unsupported combinations are reported and skipped."""
+    from simulator.errors import InputError
+
     out.mkdir(parents=True, exist_ok=True)
-    rows = []
-    for args in runs:
-        try:
-            rows.append(run(*args))
-        except InputError as err:
+    rows: list[dict] = []
+
+    def done(args: tuple, row: dict | None, err: Exception | None) -> None:
+        if err is not None:
             print(f"skipped {args}: {err}", flush=True)
-            continue
-        df = pd.DataFrame(rows)
-        df.to_csv(out / f"{stem}.csv", index=False)
-        (out / f"{stem}.md").write_text(markdown_table(df.round(3)) + "\n")
-        print(" ".join(f"{k}={v}" for k, v in rows[-1].items()), flush=True)
+            return
+        rows.append(row)
+        _write(rows, out, stem)
+        print(" ".join(f"{k}={v}" for k, v in row.items()), flush=True)
+
+    if jobs <= 1:
+        for args in runs:
+            try:
+                done(args, run(*args), None)
+            except InputError as err:
+                done(args, None, err)
+        return pd.DataFrame(rows)
+    order = sorted(runs, key=lambda a: -_WEIGHT[a[3].removesuffix("-pure")] * a[4])
+    with ProcessPoolExecutor(jobs) as pool:
+        futures = {pool.submit(run, *args): args for args in order}
+        for fut in as_completed(futures):
+            try:
+                done(futures[fut], fut.result(), None)
+            except InputError as err:
+                done(futures[fut], None, err)
     return pd.DataFrame(rows)
+
+
+def comparison(df: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(DRAM over fuseable ops per repair, one row per network/scheme/buffer/search/seed;
+    the rows where a repair costs more than the random repair)."""
+    keys = ["network", "scheme", "buffer", "search", "seed"]
+    wide = df.pivot_table(index=keys, columns="repair", values="dram_fuseable_mb",
+                          aggfunc="first").reset_index()
+    repairs = [c for c in wide.columns if c not in keys and c != "random"]
+    worse = []
+    for _, row in wide.iterrows():
+        for r in repairs:
+            if pd.notna(row[r]) and pd.notna(row.get("random")) and row[r] > row["random"] + 1e-9:
+                worse.append({**{k: row[k] for k in keys}, "repair": r,
+                              "dram_fuseable_mb": row[r], "random": row["random"]})
+    return wide, pd.DataFrame(worse)
+
+
+def report(out: Path) -> None:
+    """Print the comparison tables of every CSV found in `out`."""
+    for stem in ("repairs", "large", "table_v"):
+        path = out / f"{stem}.csv"
+        if not path.is_file():
+            continue
+        df = pd.read_csv(path)
+        if stem == "table_v":
+            cols = ["search", "repair", "seed", "rectify_rate", "invalid_groups", "seconds",
+                    "explainer_seconds", "dram_fuseable_mb"]
+            print(f"## {stem}\n{df[[c for c in cols if c in df]].to_string(index=False)}\n")
+            continue
+        wide, worse = comparison(df)
+        print(f"## {stem}\n{wide.round(3).to_string(index=False)}\n")
+        print(f"worse than random: {len(worse)} of "
+              f"{int(wide.drop(columns=['random']).iloc[:, 5:].notna().sum().sum())}")
+        if len(worse):
+            print(worse.round(3).to_string(index=False))
+        print()
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--table", choices=("v", "repairs", "both"), default="both")
-    p.add_argument("--budget", type=int, default=2000)
+    p.add_argument("--table", choices=("v", "repairs", "large", "all"), default="all")
+    p.add_argument("--budget", type=int, default=None,
+                   help="plans per search (default: 2000; 5000 for the large table)")
     p.add_argument("--seeds", default="0", help="comma-separated seeds")
     p.add_argument("--repairs", default=",".join(REPAIRS))
     p.add_argument("--schemes", default="lbdf,brr")
+    p.add_argument("--networks", default=None, help="override the table's networks")
+    p.add_argument("--searches", default=None, help="override the table's searches")
+    p.add_argument("--pure", action="store_true",
+                   help="also run each GET repair without the baseline guard")
+    p.add_argument("--jobs", type=int, default=1, help="parallel processes (default: 1)")
     p.add_argument("--out", default="experiments/results")
+    p.add_argument("--report", action="store_true", help="only print tables from the CSVs")
     args = p.parse_args()
-    seeds = [int(s) for s in args.seeds.split(",")]
     out = Path(args.out)
-    if args.table in ("v", "both"):
-        collect([("mobilenet_v2", "lbdf", search, repair, args.budget, seed)
-                 for search, repair in TABLE_V for seed in seeds
-                 if repair in args.repairs.split(",")], out, "table_v")
-    if args.table in ("repairs", "both"):
-        collect([(n, scheme, search, repair, args.budget, seed)
-                 for scheme in args.schemes.split(",") for n in NETWORKS
-                 for search in ("ls", "rs") for repair in args.repairs.split(",")
-                 for seed in seeds], out, "repairs")
+    if args.report:
+        report(out)
+        return
+    seeds = [int(s) for s in args.seeds.split(",")]
+    repairs = args.repairs.split(",")
+    if args.pure:
+        repairs += [f"{r}-pure" for r in repairs if r != "random"]
+
+    def chosen(default: tuple[str, ...], override: str | None) -> tuple[str, ...]:
+        return tuple(override.split(",")) if override else default
+
+    if args.table in ("v", "all"):
+        collect([("mobilenet_v2", "lbdf", search, repair, args.budget or 2000, seed, "128KiB")
+                 for search, repair in TABLE_V for seed in seeds if repair in repairs],
+                out, "table_v", args.jobs)
+    if args.table in ("repairs", "all"):
+        collect([(n, scheme, search, repair, args.budget or 2000, seed, "128KiB")
+                 for scheme in args.schemes.split(",")
+                 for n in chosen(NETWORKS, args.networks)
+                 for search in chosen(("ls", "rs"), args.searches)
+                 for repair in repairs for seed in seeds], out, "repairs", args.jobs)
+    if args.table in ("large", "all"):
+        collect([(n, "lbdf", search, repair, args.budget or 5000, seed, "256KiB")
+                 for n in chosen(LARGE, args.networks)
+                 for search in chosen(("ls", "nsga2", "rs"), args.searches)
+                 for repair in repairs for seed in seeds], out, "large", args.jobs)
 
 
 if __name__ == "__main__":

@@ -19,6 +19,7 @@ from the search's generator: runs are reproducible and the global torch state is
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -182,8 +183,12 @@ def train_pg_explainer(scheme: str, samples: list[tuple[ComputeGraph, Group, int
         algorithm = _pg_algorithm(epochs)
         explainer = _pg_explainer(model, algorithm)
         for epoch in range(epochs):
-            for x, e in data:
-                explainer.algorithm.train(epoch, model, x, e, target=torch.tensor([0]))
+            start = time.perf_counter()
+            loss = sum(explainer.algorithm.train(epoch, model, x, e, target=torch.tensor([0]))
+                       for x, e in data)
+            logging.getLogger(__name__).info("pg epoch %d: mean loss %.3f, %.0f s", epoch,
+                                             loss / max(len(data), 1),
+                                             time.perf_counter() - start)
     path = Path(out) if out is not None else pg_checkpoint(scheme)
     path.parent.mkdir(parents=True, exist_ok=True)
     torch.save({"state_dict": algorithm.state_dict(), "epochs": epochs, "scheme": scheme,

@@ -14,21 +14,21 @@ cuts of the group into two sides. The solutions fall into three categories:
 
 A side may fall apart into several connected pieces (a cut through a branch); a side fits when
 all its pieces do. Results are memoised by group. When no solution leads to groups that all
-fit, the splitter falls back to `RandomSplitter`; the fallbacks are counted.
-
-Baseline guard (`keep_baseline`, on by default; a departure from the paper, which tries the
-GET split first and the random split only when it fails): the paper's baseline split of the
-same group, drawn from the same generator the random repair would be given, is computed too,
-and the cheaper of the two (least F_D summed over the pieces) is returned; ties keep
-Algorithm 1's. A repaired group therefore never costs more DRAM than under the random repair,
-so with the same seed every plan a random search proposes costs at most what it costs with
-the random repair. How often the baseline was cheaper is counted (`baseline_kept`). Because sides are
-explained again as the recursion descends, Algorithm 1 nearly always ends in fitting groups;
+fit, the splitter falls back to `RandomSplitter`; the fallbacks are counted. Because sides
+are explained again as the recursion descends, Algorithm 1 nearly always ends in fitting groups;
 the *rectify rate* (Table V: "an initial invalid fusion group successfully broken up into
 smaller subgraphs according to the explanatory edges") therefore measures the explanation
 itself: the share of invalid groups that cutting at every topological threshold spanned by the
 top explained edges, and nothing else, breaks into pieces that all fit. It is reported with
 the counts of F_beta and F_D queries and the time spent explaining.
+
+Baseline guard (`keep_baseline`, on by default; a departure from the paper, which tries the GET
+split first and the random split only when it fails): the paper's baseline split of the same
+group, drawn from the same generator the random repair would be given, is computed too, and the
+cheaper of the two (least F_D summed over the pieces) is returned; ties keep Algorithm 1's. A
+repaired group therefore never costs more DRAM than under the random repair, so with the same
+seed every plan a random search proposes costs at most what it costs with the random repair.
+How often the baseline was cheaper is counted (`baseline_kept`).
 """
 
 from __future__ import annotations

@@ -2,13 +2,14 @@
 checkpoints and the PGExplainer / RG-Explainer parameters (wired in by `cli`).
 
 Thin adapters over `explain.pipeline.train_gnn` and `explain.pretrain.pretrain_explainer`:
-parse, run, print the metrics and counts, list the files written. Bad input raises `InputError` (one line, exit status 2,
-from `fusion_dse.cli.main`).
+parse, run, print the metrics and counts, list the files written. Bad input raises
+`InputError` (one line, exit status 2, from `fusion_dse.cli.main`).
 """
 
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -87,6 +88,8 @@ def add_train_explainer(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=int, default=0, metavar="S", help="seed (default: 0)")
     p.add_argument("--out", metavar="FILE.pt",
                    help=f"parameters file (default: {DEFAULT_OUT_ROOT}/EXPLAINER-SCHEME.pt)")
+    p.add_argument("--quiet", "-q", action="store_true",
+                   help="no per-epoch progress lines on stderr")
     p.set_defaults(run=run_train_explainer)
 
 
@@ -100,6 +103,12 @@ def run_train_explainer(args: argparse.Namespace) -> str:
         raise InputError(f"--held-out-per-network must be >= 0, got {args.held_out_per_network}")
     from explain.pretrain import pretrain_explainer
 
+    if not args.quiet:  # one line per epoch (PG: loss; RG: reward, explanation size; time)
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("fusion-dse: %(message)s"))
+        log = logging.getLogger("explain")
+        log.addHandler(handler)
+        log.setLevel(logging.INFO)
     out = Path(args.out) if args.out else \
         Path(DEFAULT_OUT_ROOT) / f"{args.explainer}-{args.scheme}.pt"
     try:

@@ -149,8 +149,9 @@ def _splitter_lines(stats: dict[str, Any] | None) -> list[str]:
         return []
     return [f"  repair              rectify rate {stats['rectify_rate']:.1%} of "
             f"{stats['requests']:,} invalid groups ({stats['fallbacks']:,} random fallbacks, "
-            f"baseline split kept {stats.get('baseline_kept', 0):,}), explainer {stats['explain_seconds']:.1f} s, {stats['fbeta_queries']:,} F_beta "
-            f"and {stats['fd_queries']:,} F_D queries"]
+            f"baseline split kept {stats.get('baseline_kept', 0):,}), explainer "
+            f"{stats['explain_seconds']:.1f} s, {stats['fbeta_queries']:,} F_beta and "
+            f"{stats['fd_queries']:,} F_D queries"]
 
 
 def _reference_table(s: dict[str, Any]) -> pd.DataFrame:

@@ -170,7 +170,10 @@ def test_repair_of_a_real_invalid_group_yields_fitting_pieces(patched, network):
     assert splitter.stats.fallbacks == 0  # Algorithm 1 found the pieces, not the random split
 
 
-@pytest.mark.skipif(not (SHIPPED / "rg-lbdf.pt").is_file(), reason="rg-lbdf.pt not shipped")
-def test_shipped_parameters_explain_the_shipped_gnn():
-    policy, config = load_rg_policy(SHIPPED / "rg-lbdf.pt", "lbdf")
+@pytest.mark.parametrize("scheme", ["lbdf", "brr"])
+def test_shipped_parameters_explain_the_shipped_gnn(scheme, monkeypatch):
+    monkeypatch.setattr(checkpoint, "CHECKPOINT_DIR", SHIPPED)  # the module fixture patches it
+    policy, config = load_rg_policy(SHIPPED / f"rg-{scheme}.pt", scheme)
     assert isinstance(config, RgConfig) and not policy.training
+    payload = torch.load(SHIPPED / f"rg-{scheme}.pt", weights_only=True)
+    assert payload["epochs"] == 10 and payload["samples"] >= 200
