@@ -114,9 +114,12 @@ def rectify_rate(explainer, samples: Sequence[Sample], scheme: str, top_k: int =
 
     splitter = GetSplitter(explainer, max_edges=top_k, keep_baseline=False)
     rng = np.random.default_rng(seed)
+    caches: dict[tuple[ComputeGraph, int], CostCache] = {}
     for graph, group, buffer_bytes, _ in samples:
-        hw = load_hw("edge-npu", {"buffer": buffer_bytes})
-        splitter.split(graph, group, CostCache(graph, hw, scheme), rng)
+        if (graph, buffer_bytes) not in caches:
+            hw = load_hw("edge-npu", {"buffer": buffer_bytes})
+            caches[graph, buffer_bytes] = CostCache(graph, hw, scheme)
+        splitter.split(graph, group, caches[graph, buffer_bytes], rng)
     return splitter.stats.rectify_rate
 
 
@@ -151,8 +154,7 @@ def pretrain_explainer(explainer: str, scheme: str, out: str | Path | None = Non
     held = invalid_samples(scheme, held_out_per_network, seed + 1) if held_out_per_network else []
     rate = 0.0
     if held:
-        get = PgExplainerGET() if explainer == "pg" else RgExplainerGET()
-        get.checkpoint = Path(path)
+        get = (PgExplainerGET if explainer == "pg" else RgExplainerGET)(checkpoint=Path(path))
         rate = rectify_rate(get, held, scheme, top_k, seed)
     return PretrainResult(explainer, scheme, Path(path), len(samples), epochs, seconds,
                           len(held), rate, top_k)

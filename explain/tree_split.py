@@ -172,9 +172,10 @@ class GetSplitter:
             self._rectified[key] = tree.rectified_by_explanation(group)
         self.stats.rectified += self._rectified[key]
         found = tree.split_invalid(group)
-        if found is None:
+        if found is None:  # the fallback is the baseline split when the guard computed it
             self.stats.fallbacks += 1
-            found = RandomSplitter().split(graph, ops, cache, rng)
+            return sorted(baseline if baseline is not None
+                          else RandomSplitter().split(graph, group, cache, rng))
         if baseline is not None and _dram(cache, baseline) < _dram(cache, found):
             self.stats.baseline_kept += 1
             return sorted(baseline)

@@ -103,14 +103,15 @@ def run_train_explainer(args: argparse.Namespace) -> str:
         raise InputError(f"--held-out-per-network must be >= 0, got {args.held_out_per_network}")
     from explain.pretrain import pretrain_explainer
 
-    if not args.quiet:  # one line per epoch (PG: loss; RG: reward, explanation size; time)
-        handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(logging.Formatter("fusion-dse: %(message)s"))
-        log = logging.getLogger("explain")
-        log.addHandler(handler)
-        log.setLevel(logging.INFO)
     out = Path(args.out) if args.out else \
         Path(DEFAULT_OUT_ROOT) / f"{args.explainer}-{args.scheme}.pt"
+    log = logging.getLogger("explain")
+    handler = logging.StreamHandler(sys.stderr)  # one line per epoch (loss or reward; time)
+    handler.setFormatter(logging.Formatter("fusion-dse: %(message)s"))
+    level = log.level
+    if not args.quiet:
+        log.addHandler(handler)
+        log.setLevel(logging.INFO)
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
         r = pretrain_explainer(args.explainer, args.scheme, out, args.epochs,
@@ -118,6 +119,9 @@ def run_train_explainer(args: argparse.Namespace) -> str:
                                args.held_out_per_network, args.top)
     except OSError as err:
         raise InputError(f"cannot write to {str(out)!r}: {err.strerror or err}") from err
+    finally:  # in-process callers (tests, notebooks) must not collect handlers
+        log.removeHandler(handler)
+        log.setLevel(level)
     name = {"pg": "PGExplainer", "rg": "RG-Explainer"}[r.explainer]
     lines = [f"{name} for {r.scheme}: trained on {r.samples:,} invalid groups, {r.epochs} "
              f"epochs, {r.seconds:.0f} s (sampling included)"]
