@@ -54,7 +54,9 @@ def run(model: str, scheme: str, search: str, repair: str, budget: int, seed: in
            "repair": repair, "seed": seed, "budget": budget,
            "dram_fuseable_mb": r.cost.dram_bytes_fuseable / 1e6,
            "dram_mb": r.cost.dram_bytes / 1e6, "mbu_kib": r.cost.mbu / 1024,
-           "seconds": round(time.perf_counter() - start, 1)}
+           "seconds": round(time.perf_counter() - start, 1),
+           "distinct_plans": s["distinct_plans"],
+           "diversified_repairs": s["diversified_repairs"]}
     if "splitter" in s:
         sp = s["splitter"]
         row.update(rectify_rate=sp["rectify_rate"], invalid_groups=sp["requests"],
@@ -72,13 +74,27 @@ def _write(rows: list[dict], out: Path, stem: str) -> None:
     (out / f"{stem}.md").write_text(markdown_table(df.round(3)) + "\n")
 
 
+KEY = ("network", "scheme", "search", "repair", "budget", "seed", "buffer")
+"""A run's identity; `run`'s arguments in this order."""
+
+
+def _kept_rows(path: Path, runs: list[tuple]) -> list[dict]:
+    """Rows of an earlier CSV whose configurations are not about to be run again."""
+    if not path.is_file():
+        return []
+    again = {tuple(str(v) for v in args) for args in runs}
+    old = pd.read_csv(path).to_dict("records")
+    return [r for r in old if tuple(str(r[k]) for k in KEY) not in again]
+
+
 def collect(runs: list[tuple], out: Path, stem: str, jobs: int = 1) -> pd.DataFrame:
     """Run each configuration (in `jobs` processes), rewriting the CSV and markdown after
-    every finished run; unsupported combinations are reported and skipped."""
+    every finished run; rows of configurations not run again are kept; unsupported
+    combinations are reported and skipped."""
     from simulator.errors import InputError
 
     out.mkdir(parents=True, exist_ok=True)
-    rows: list[dict] = []
+    rows = _kept_rows(out / f"{stem}.csv", runs)
 
     def done(args: tuple, row: dict | None, err: Exception | None) -> None:
         if err is not None:
@@ -122,6 +138,27 @@ def comparison(df: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     return wide, pd.DataFrame(worse)
 
 
+def over_seeds(df: pd.DataFrame) -> pd.DataFrame:
+    """Per setup and repair: seeds run, mean DRAM over fuseable ops, and against the random
+    repair with the same seed the seeds it is better / equal / worse on."""
+    keys = ["network", "scheme", "buffer", "search"]
+    wide, _ = comparison(df)
+    repairs = [c for c in wide.columns if c not in keys + ["seed"]]
+    rows = []
+    for setup, part in wide.groupby(keys):
+        for r in repairs:
+            both = part[[r, "random"]].dropna()
+            if both.empty:
+                continue
+            diff = both[r] - both["random"]
+            rows.append({**dict(zip(keys, setup)), "repair": r, "seeds": len(both),
+                         "mean_mb": both[r].mean(), "random_mean_mb": both["random"].mean(),
+                         "better": int((diff < -1e-9).sum()),
+                         "equal": int((diff.abs() <= 1e-9).sum()),
+                         "worse": int((diff > 1e-9).sum())})
+    return pd.DataFrame(rows)
+
+
 def report(out: Path) -> None:
     """Print the comparison tables of every CSV found in `out`."""
     for stem in ("repairs", "large", "table_v"):
@@ -140,6 +177,14 @@ def report(out: Path) -> None:
               f"{int(wide.drop(columns=['random']).iloc[:, 5:].notna().sum().sum())}")
         if len(worse):
             print(worse.round(3).to_string(index=False))
+        if df["seed"].nunique() > 1:
+            seeds = over_seeds(df)
+            seeds = seeds[seeds["repair"] != "random"]
+            print(f"\nover seeds (mean; seeds better / equal / worse than random):\n"
+                  f"{seeds.round(3).to_string(index=False)}")
+            print(f"setups whose mean is worse than random's: "
+                  f"{int((seeds['mean_mb'] > seeds['random_mean_mb'] + 1e-9).sum())} "
+                  f"of {len(seeds)}")
         print()
 
 
@@ -173,7 +218,8 @@ def main() -> None:
 
     if args.table in ("v", "all"):
         collect([("mobilenet_v2", "lbdf", search, repair, args.budget or 2000, seed, "128KiB")
-                 for search, repair in TABLE_V for seed in seeds if repair in repairs],
+                 for search, repair in TABLE_V for seed in seeds
+                 if repair in repairs and search in chosen(("ls", "rs"), args.searches)],
                 out, "table_v", args.jobs)
     if args.table in ("repairs", "all"):
         collect([(n, scheme, search, repair, args.budget or 2000, seed, "128KiB")

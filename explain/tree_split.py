@@ -148,6 +148,13 @@ class GetSplitter:
     _rectified: dict[tuple, bool] = field(default_factory=dict, repr=False)
 
     @property
+    def baseline(self) -> RandomSplitter | None:
+        """With `keep_baseline`, the random splitter: local search and NSGA-II repair with it
+        instead when this splitter's repair gives a plan already evaluated
+        (`search.repair.Repairer.repair_new`); None for Algorithm 1 alone."""
+        return RandomSplitter() if self.keep_baseline else None
+
+    @property
     def name(self) -> str:
         """The explainer's name (the repair's name in summaries)."""
         return self.explainer.name

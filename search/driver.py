@@ -224,6 +224,7 @@ def _summary(problem: SearchProblem, algorithm: SearchAlgorithm, termination: Te
         "budget": termination.remaining(SearchState(0, 0)),
         "budget_used": recorder.evaluated,
         "distinct_plans": context.plan_misses,
+        "diversified_repairs": repairer.diversified,
         "best": {**cost.totals(), "found_at": recorder.best_at},
         "search_space": space,
         "caches": {

@@ -91,7 +91,9 @@ def mutate(repairer: Repairer, plan: PartitionPlan, fuseable: Set[int],
     An operator is drawn uniformly per try; a try that has nothing to edit, whose repair gives
     the parent back (a merge the splitter undoes) or gives a plan already evaluated (`seen`:
     the budget counts proposals, so a known plan wastes one), is retried, up to `tries` times;
-    the last mutant is returned if no try succeeds.
+    the last mutant is returned if no try succeeds. Before a try is given up, the splitter's
+    baseline repair of the same edit is tried (`Repairer.repair_new`; splitters without a
+    baseline, like the random one, have no second chance).
     """
     child = plan
     for _ in range(tries):
@@ -99,7 +101,7 @@ def mutate(repairer: Repairer, plan: PartitionPlan, fuseable: Set[int],
         groups = op(repairer.graph, plan, fuseable, rng)
         if groups is None:
             continue
-        child = repairer.repair(groups)
+        child = repairer.repair_new(groups, lambda p: p == plan or seen(p))
         if child != plan and not seen(child):
             return child
     return child

@@ -9,11 +9,18 @@ Split results are memoised by group (the paper caches its recursive splitter the
 The generator a split draws from is derived from the run's generator and the group itself, so a
 group is split the same way whenever it comes up in a run: memoisation changes nothing but
 speed, and results do not depend on the order in which groups are met.
+
+A splitter may name a *baseline* splitter (its ``baseline`` attribute, e.g. the explanation-
+guided splitter's random split). `Repairer.repair(..., baseline=True)` then repairs with the
+baseline instead; local search and NSGA-II use it when the splitter's own repair gives back a
+plan already evaluated (`Repairer.repair_new`), so that a deterministic, DRAM-minimising repair
+does not spend the budget re-proposing known plans. Splitters without a baseline (the random
+one) are unaffected.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 import numpy as np
 
@@ -39,6 +46,9 @@ class Repairer:
         cache: Group costs.
         splitter: Applied to groups that do not fit.
         hits, misses: Split-memo lookups answered from / added to the memo.
+        baseline: The splitter's baseline splitter, or None.
+        diversified: Plans `repair_new` took from the baseline repair because the splitter's
+            own repair gave a plan already evaluated.
     """
 
     def __init__(self, graph: ComputeGraph, cache: CostCache, splitter: Splitter,
@@ -61,8 +71,11 @@ class Repairer:
         self.graph, self.cache, self.splitter, self.key = graph, cache, splitter, int(key)
         self._unfusable = frozenset(cache.unfusable)
         self._memo: dict[Group, tuple[Group, ...]] = {}
+        self._baseline_memo: dict[Group, tuple[Group, ...]] = {}
+        self.baseline: Splitter | None = getattr(splitter, "baseline", None)
         self.hits = 0
         self.misses = 0
+        self.diversified = 0
 
     @property
     def hit_rate(self) -> float:
@@ -76,22 +89,25 @@ class Repairer:
             return True
         return self.cache.group(group).fits
 
-    def split(self, group: Group) -> tuple[Group, ...]:
-        """The splitter's (memoised, checked) pieces of a group that does not fit."""
-        found = self._memo.get(group)
+    def split(self, group: Group, baseline: bool = False) -> tuple[Group, ...]:
+        """The splitter's (memoised, checked) pieces of a group that does not fit; with
+        `baseline`, the baseline splitter's (drawn from the same per-group generator)."""
+        splitter = self.baseline if baseline and self.baseline is not None else self.splitter
+        memo = self._baseline_memo if splitter is not self.splitter else self._memo
+        found = memo.get(group)
         if found is not None:
             self.hits += 1
             return found
         self.misses += 1
         rng = np.random.default_rng([self.key, len(group), *group])
         pieces = tuple(sorted(tuple(sorted(p)) for p in
-                              self.splitter.split(self.graph, group, self.cache, rng)))
-        self._check(group, pieces)
-        self._memo[group] = pieces
+                              splitter.split(self.graph, group, self.cache, rng)))
+        self._check(splitter, group, pieces)
+        memo[group] = pieces
         return pieces
 
-    def _check(self, group: Group, pieces: Sequence[Group]) -> None:
-        name = self.splitter.name
+    def _check(self, splitter: Splitter, group: Group, pieces: Sequence[Group]) -> None:
+        name = splitter.name
         if sorted(o for p in pieces for o in p) != list(group):
             raise SplitterError(f"splitter {name!r} returned pieces that do not cover the "
                                 f"group starting at op {group[0]} exactly")
@@ -102,8 +118,9 @@ class Repairer:
                 raise SplitterError(f"splitter {name!r} returned a piece that does not fit: "
                                     f"{p}")
 
-    def repair(self, groups: Iterable[Sequence[int]]) -> PartitionPlan:
-        """A valid plan from weakly connected, disjoint groups covering every op."""
+    def repair(self, groups: Iterable[Sequence[int]], baseline: bool = False) -> PartitionPlan:
+        """A valid plan from weakly connected, disjoint groups covering every op; with
+        `baseline`, groups that do not fit are split by the baseline splitter (if any)."""
         current = make_acyclic(self.graph, [tuple(g) for g in groups])
         while True:
             out: list[Group] = []
@@ -112,8 +129,21 @@ class Repairer:
                 if self.runs(g):
                     out.append(g)
                 else:
-                    out.extend(self.split(g))
+                    out.extend(self.split(g, baseline))
                     changed = True
             if not changed:
                 return plan_of(out)
             current = out if is_acyclic(self.graph, out) else make_acyclic(self.graph, out)
+
+    def repair_new(self, groups: Sequence[Sequence[int]],
+                   known: Callable[[PartitionPlan], bool]) -> PartitionPlan:
+        """`repair`, or the baseline repair when `repair` gives a `known` plan and the
+        baseline's is not known (counted in `diversified`)."""
+        plan = self.repair(groups)
+        if self.baseline is None or not known(plan):
+            return plan
+        other = self.repair(groups, baseline=True)
+        if other == plan or known(other):
+            return plan
+        self.diversified += 1
+        return other

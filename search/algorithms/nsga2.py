@@ -4,8 +4,9 @@ The genome is the edge-cut vector of `search.encoding` (binary, one bit per fuse
 Sampling draws each individual like random search (one cut probability per plan); variation is
 pymoo's two-point crossover (neighbouring bits are neighbouring edges of the network) and
 bit-flip mutation (one flip per genome on average); a pymoo `Repair` decodes every offspring,
-runs the context's repairer (convexity repair, then the splitter on groups that do not fit) and
-writes the repaired plan back into the genome. Objectives are the problem's (``dram``, or
+runs the context's repairer (convexity repair, then the splitter on groups that do not fit;
+the splitter's baseline repair when its own gives a plan already evaluated or already in the
+batch, `Repairer.repair_new`) and writes the repaired plan back into the genome. Objectives are the problem's (``dram``, or
 ``dram`` with ``mbu`` or ``cycles``); survival is pymoo's rank and crowding.
 
 pymoo is driven by `Algorithm.ask` / `Algorithm.tell` rather than `minimize`, so the driver
@@ -66,8 +67,11 @@ class _SplitterRepair(Repair):
     def _do(self, problem: Problem, X: np.ndarray, **kwargs: Any) -> np.ndarray:
         ctx = self.context
         out = np.empty_like(X, dtype=bool)
+        batch = set(self.plans.values())
         for k, x in enumerate(X.astype(bool)):
-            plan = ctx.repairer.repair(ctx.encoding.groups(x))
+            plan = ctx.repairer.repair_new(ctx.encoding.groups(x),
+                                           lambda p: p in batch or ctx.seen(p))
+            batch.add(plan)
             out[k] = ctx.encoding.encode(plan)
             self.plans[out[k].tobytes()] = plan
         return out

@@ -21,7 +21,8 @@ from simulator.workload.builder import GraphBuilder
 from simulator.workload.graph import OpKind
 
 SUMMARY_KEYS = {"format", "version", "model", "hw", "buffer_bytes", "scheme", "search",
-                "repair", "objectives", "budget", "budget_used", "distinct_plans", "best",
+                "repair", "objectives", "budget", "budget_used", "distinct_plans",
+                "diversified_repairs", "best",
                 "search_space", "caches", "status", "message", "notes", "seconds", "seed",
                 "hardware", "baselines", "baseline_seconds"}
 BASELINES = {"lbl", "lower_bound", "segment_dp", "greedy", "greedy_fit"}
@@ -224,3 +225,18 @@ def test_guarded_get_repair_never_costs_more_than_random_repair_plan_by_plan(sch
     assert get.summary["splitter"]["keep_baseline"] is True
     assert pure.summary["splitter"]["keep_baseline"] is False
     assert pure.summary["splitter"]["baseline_kept"] == 0
+
+
+@pytest.mark.parametrize("search", ["ls", "nsga2"])
+def test_known_plans_are_repaired_with_the_baseline_only_when_guarded(search):
+    # a deterministic DRAM-minimising repair often turns an edit back into a known plan; the
+    # guarded GET repair then tries the random repair's pieces for the same edit
+    args = dict(search=search, budget=300, seed=1, overrides={"buffer": "128KiB"})
+    rand = optimize("mobilenet_v2", repair="random", **args)
+    get = optimize("mobilenet_v2", repair="alledges", explained_edges=2, **args)
+    pure = optimize("mobilenet_v2", repair="alledges", explained_edges=2, keep_baseline=False,
+                    **args)
+    assert rand.summary["diversified_repairs"] == 0
+    assert pure.summary["diversified_repairs"] == 0
+    assert get.summary["diversified_repairs"] > 0
+    assert get.summary["distinct_plans"] >= pure.summary["distinct_plans"]

@@ -121,3 +121,36 @@ def test_a_splitter_that_does_not_support_the_scheme_is_refused(hw):
     cache = CostCache(graph, hw(128 * KIB), "brr")
     with pytest.raises(InputError, match="does not support scheme 'brr'"):
         Repairer(graph, cache, HalvingSplitter(), key=0)
+
+
+@dataclass(frozen=True)
+class WholeOpsSplitter:
+    """A deterministic splitter with the random splitter as its baseline: every op alone."""
+
+    name: str = "ops"
+    baseline: RandomSplitter = RandomSplitter()
+
+    def supports(self, scheme: str) -> bool:
+        return True
+
+    def split(self, graph, ops, cache, rng):
+        return [(o,) for o in ops]
+
+
+def test_repair_new_takes_the_baseline_repair_only_when_the_own_one_is_known(hw):
+    graph = load_zoo("mobilenet_v2")
+    cache = CostCache(graph, hw(128 * KIB), "lbdf")
+    groups = [tuple(range(len(graph)))]  # the whole network as one group: does not fit
+    own = Repairer(graph, cache, WholeOpsSplitter(), key=3)
+    plain = own.repair(groups)
+    assert own.repair_new(groups, lambda p: False) == plain and own.diversified == 0
+    other = own.repair_new(groups, lambda p: p == plain)
+    # the baseline's repair is the random splitter's, drawn from the same per-group generator
+    assert other == Repairer(graph, cache, RandomSplitter(), key=3).repair(groups) != plain
+    assert own.diversified == 1
+    # when both are known the splitter's own repair is kept, uncounted
+    assert own.repair_new(groups, lambda p: True) == plain and own.diversified == 1
+    # a splitter without a baseline (the random one) never gets a second repair
+    rand = Repairer(graph, cache, RandomSplitter(), key=3)
+    first = rand.repair(groups)
+    assert rand.repair_new(groups, lambda p: True) == first and rand.diversified == 0
