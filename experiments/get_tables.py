@@ -151,7 +151,7 @@ def over_seeds(df: pd.DataFrame) -> pd.DataFrame:
             if both.empty:
                 continue
             diff = both[r] - both["random"]
-            rows.append({**dict(zip(keys, setup)), "repair": r, "seeds": len(both),
+            rows.append({**dict(zip(keys, setup, strict=True)), "repair": r, "seeds": len(both),
                          "mean_mb": both[r].mean(), "random_mean_mb": both["random"].mean(),
                          "better": int((diff < -1e-9).sum()),
                          "equal": int((diff.abs() <= 1e-9).sum()),

@@ -6,8 +6,9 @@ pymoo's two-point crossover (neighbouring bits are neighbouring edges of the net
 bit-flip mutation (one flip per genome on average); a pymoo `Repair` decodes every offspring,
 runs the context's repairer (convexity repair, then the splitter on groups that do not fit;
 the splitter's baseline repair when its own gives a plan already evaluated or already in the
-batch, `Repairer.repair_new`) and writes the repaired plan back into the genome. Objectives are the problem's (``dram``, or
-``dram`` with ``mbu`` or ``cycles``); survival is pymoo's rank and crowding.
+batch, `Repairer.repair_new`) and writes the repaired plan back into the genome. Objectives
+are the problem's (``dram``, or ``dram`` with ``mbu`` or ``cycles``); survival is pymoo's rank
+and crowding.
 
 pymoo is driven by `Algorithm.ask` / `Algorithm.tell` rather than `minimize`, so the driver
 controls the budget exactly (pymoo's ``n_eval`` termination overshoots by a generation), and
