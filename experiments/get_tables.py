@@ -143,7 +143,7 @@ def over_seeds(df: pd.DataFrame) -> pd.DataFrame:
     repair with the same seed the seeds it is better / equal / worse on."""
     keys = ["network", "scheme", "buffer", "search"]
     wide, _ = comparison(df)
-    repairs = [c for c in wide.columns if c not in keys + ["seed"]]
+    repairs = [c for c in wide.columns if c not in [*keys, "seed", "random"]]
     rows = []
     for setup, part in wide.groupby(keys):
         for r in repairs:
@@ -179,7 +179,6 @@ def report(out: Path) -> None:
             print(worse.round(3).to_string(index=False))
         if df["seed"].nunique() > 1:
             seeds = over_seeds(df)
-            seeds = seeds[seeds["repair"] != "random"]
             print(f"\nover seeds (mean; seeds better / equal / worse than random):\n"
                   f"{seeds.round(3).to_string(index=False)}")
             print(f"setups whose mean is worse than random's: "
