@@ -135,7 +135,7 @@ def summary_text(summary: dict[str, Any], out: Path, files: list[str]) -> str:
         f"  energy              {best['energy_pj'] / 1e6:,.3f} uJ",
         f"  cache hit rates     groups {_pct(caches['group'])}, splits "
         f"{_pct(caches['splitter'])}, plans {_pct(caches['plan'])}",
-        *_splitter_lines(s.get("splitter")),
+        *_splitter_lines(s.get("splitter"), s.get("diversified_repairs", 0)),
         "",
         _reference_table(s).to_string(index=False),
         "",
@@ -144,12 +144,13 @@ def summary_text(summary: dict[str, Any], out: Path, files: list[str]) -> str:
     return "\n".join(head)
 
 
-def _splitter_lines(stats: dict[str, Any] | None) -> list[str]:
+def _splitter_lines(stats: dict[str, Any] | None, diversified: int = 0) -> list[str]:
     if not stats:
         return []
     return [f"  repair              rectify rate {stats['rectify_rate']:.1%} of "
             f"{stats['requests']:,} invalid groups ({stats['fallbacks']:,} random fallbacks, "
-            f"baseline split kept {stats.get('baseline_kept', 0):,}), explainer "
+            f"baseline split kept {stats.get('baseline_kept', 0):,}, random repair of "
+            f"{diversified:,} known plans), explainer "
             f"{stats['explain_seconds']:.1f} s, {stats['fbeta_queries']:,} F_beta and "
             f"{stats['fd_queries']:,} F_D queries"]
 

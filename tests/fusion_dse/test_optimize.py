@@ -240,3 +240,14 @@ def test_known_plans_are_repaired_with_the_baseline_only_when_guarded(search):
     assert pure.summary["diversified_repairs"] == 0
     assert get.summary["diversified_repairs"] > 0
     assert get.summary["distinct_plans"] >= pure.summary["distinct_plans"]
+
+
+def test_cli_prints_the_get_repair_counters(run_cli, tmp_path):
+    code, stdout, stderr = run_cli("optimize", "mobilenet_v2", "--buffer", "128KiB",
+                                   "--budget", "200", "--repair", "alledges",
+                                   "--out", str(tmp_path / "run"))
+    assert code == 0, stderr
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    line = next(s for s in stdout.splitlines() if "rectify rate" in s)
+    assert f"{summary['splitter']['requests']:,} invalid groups" in line
+    assert f"random repair of {summary['diversified_repairs']:,} known plans" in line
