@@ -92,8 +92,9 @@ class Repairer:
     def split(self, group: Group, baseline: bool = False) -> tuple[Group, ...]:
         """The splitter's (memoised, checked) pieces of a group that does not fit; with
         `baseline`, the baseline splitter's (drawn from the same per-group generator)."""
-        splitter = self.baseline if baseline and self.baseline is not None else self.splitter
-        memo = self._baseline_memo if splitter is not self.splitter else self._memo
+        use_baseline = baseline and self.baseline is not None
+        splitter, memo = ((self.baseline, self._baseline_memo) if use_baseline
+                          else (self.splitter, self._memo))
         found = memo.get(group)
         if found is not None:
             self.hits += 1
