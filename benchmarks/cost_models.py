@@ -14,7 +14,8 @@ import time
 
 from simulator.cost import CostCache, brr, evaluate_plan, lbdf
 from simulator.hw import load_hw
-from simulator.plan import PartitionPlan, connected_components, segment_plan
+from simulator.partition import components
+from simulator.plan import PartitionPlan, segment_plan
 from simulator.workload.loader import load_zoo
 
 
@@ -31,7 +32,7 @@ def random_groups(graph, rng: random.Random, n: int, max_ops: int = 30) -> list[
     groups = []
     while len(groups) < n:
         start = rng.randrange(len(graph))
-        comp = connected_components(
+        comp = components(
             graph, range(start, min(len(graph), start + rng.randint(1, max_ops))))
         groups.append(tuple(sorted(max(comp, key=len))))
     return groups

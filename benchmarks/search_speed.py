@@ -43,15 +43,15 @@ def main() -> None:
         t = time.perf_counter()
         refs = reference_baselines(graph, hw, scheme)
         base_s = time.perf_counter() - t
-        caches = result.summary["caches"]
+        caches = result.summary.caches
         print(f"{model} {scheme} {buffer} {algo} {budget:,} plans: {search_s:.2f} s "
               f"(goal <= {goal:g} s, {budget / search_s:,.0f} plans/s); load {load_s:.2f} s, "
               f"baselines {base_s:.2f} s")
         print(f"  best DRAM {result.cost.dram_bytes:,} B (fuseable "
               f"{result.cost.dram_bytes_fuseable:,} B); segment DP "
               f"{refs['segment_dp'].dram_bytes:,} B; hit rates: groups "
-              f"{caches['group']['hit_rate']:.3f}, splits {caches['splitter']['hit_rate']:.3f}, "
-              f"plans {caches['plan']['hit_rate']:.3f}")
+              f"{caches['group'].hit_rate:.3f}, splits {caches['splitter'].hit_rate:.3f}, "
+              f"plans {caches['plan'].hit_rate:.3f}")
 
 
 if __name__ == "__main__":

@@ -31,11 +31,13 @@ from pathlib import Path
 
 import pandas as pd
 
+from search.registry import REPAIRS
+
 TABLE_V = [(s, r) for s in ("ls", "rs") for r in ("gnne", "pg", "rg")]
 NETWORKS = ("mobilenet_v2", "resnet18", "resnet50", "vgg16", "squeezenet1_0")
 LARGE = ("efficientnet_b3", "resnet152", "deeplabv3_mobilenet_v3_large")
-REPAIRS = ("random", "alledges", "gnne", "pg", "rg")
-# expected relative cost of a run, to start the longest first when running in parallel
+# expected relative cost of a run, to start the longest first when running in parallel (1 for
+# a repair not listed)
 _WEIGHT = {"gnne": 20, "pg": 3, "rg": 3, "alledges": 2, "random": 1}
 
 
@@ -55,10 +57,10 @@ def run(model: str, scheme: str, search: str, repair: str, budget: int, seed: in
            "dram_fuseable_mb": r.cost.dram_bytes_fuseable / 1e6,
            "dram_mb": r.cost.dram_bytes / 1e6, "mbu_kib": r.cost.mbu / 1024,
            "seconds": round(time.perf_counter() - start, 1),
-           "distinct_plans": s["distinct_plans"],
-           "diversified_repairs": s["diversified_repairs"]}
-    if "splitter" in s:
-        sp = s["splitter"]
+           "distinct_plans": s.distinct_plans,
+           "diversified_repairs": s.diversified_repairs}
+    if s.splitter is not None:
+        sp = s.splitter
         row.update(rectify_rate=sp["rectify_rate"], invalid_groups=sp["requests"],
                    explainer_seconds=round(sp["explain_seconds"], 1),
                    fallbacks=sp["fallbacks"], baseline_kept=sp["baseline_kept"],
@@ -111,7 +113,7 @@ def collect(runs: list[tuple], out: Path, stem: str, jobs: int = 1) -> pd.DataFr
             except InputError as err:
                 done(args, None, err)
         return pd.DataFrame(rows)
-    order = sorted(runs, key=lambda a: -_WEIGHT[a[3].removesuffix("-pure")] * a[4])
+    order = sorted(runs, key=lambda a: -_WEIGHT.get(a[3].removesuffix("-pure"), 1) * a[4])
     with ProcessPoolExecutor(jobs) as pool:
         futures = {pool.submit(run, *args): args for args in order}
         for fut in as_completed(futures):
@@ -193,7 +195,7 @@ def main() -> None:
     p.add_argument("--budget", type=int, default=None,
                    help="plans per search (default: 2000; 5000 for the large table)")
     p.add_argument("--seeds", default="0", help="comma-separated seeds")
-    p.add_argument("--repairs", default=",".join(REPAIRS))
+    p.add_argument("--repairs", default=",".join(REPAIRS.names()))
     p.add_argument("--schemes", default="lbdf,brr")
     p.add_argument("--networks", default=None, help="override the table's networks")
     p.add_argument("--searches", default=None, help="override the table's searches")

@@ -25,6 +25,7 @@ import pandas as pd
 from search import SearchProblem, make_algorithm, reference_baselines, run_search
 from simulator.cost import CostCache
 from simulator.hw import load_hw
+from simulator.scheme import FUSED_SCHEMES, Scheme
 from simulator.workload.loader import load_zoo
 
 ALGORITHMS = ("rs", "ls", "nsga2")
@@ -38,15 +39,15 @@ class Setup:
     """One row of the paper's tables."""
 
     model: str
-    scheme: str
+    scheme: Scheme
     buffer_kib: int
     budget: int
 
 
 SETUPS = tuple(
-    [Setup(m, s, 128, 2000) for s in ("lbdf", "brr")
+    [Setup(m, s, 128, 2000) for s in FUSED_SCHEMES
      for m in ("resnet18", "resnet50", "mobilenet_v2", "vgg16", "squeezenet1_0")]
-    + [Setup(m, "lbdf", 256, 5000) for m in ("efficientnet_b3", "resnet152")]
+    + [Setup(m, Scheme.LBDF, 256, 5000) for m in ("efficientnet_b3", "resnet152")]
 )
 
 

@@ -1,19 +1,25 @@
-"""Checkpoints of the validity GNN: saving, verified loading, and the shipped ones.
+"""Checkpoints: the one reader of the validity GNN's and the explainers' trained parameters.
 
-A checkpoint is two files: ``<scheme>.pt`` holds plain data only (the state dict, the
-architecture, the feature schema version, the dataflow), so it loads with
-``torch.load(..., weights_only=True)``; ``<scheme>.json`` next to it holds the metadata people
-read (metrics, dataset statistics, training time, versions) and the SHA-256 of the state dict.
-Loading refuses, with a one-line `CheckpointError`, a file that is missing or unreadable, a
-feature schema or architecture other than this code's, another dataflow than asked for, or
-weights whose hash differs from the one recorded (a tampered or mixed-up file).
+Every checkpoint is a ``.pt`` file of plain data only (tensors, numbers, strings, lists and
+dicts), read with ``torch.load(..., weights_only=True)``, whose header names its ``format``
+(`FORMATS`: the GNN, PGExplainer or RG-Explainer parameters) and the dataflow (``scheme``) it is
+for. Loading refuses, with a one-line `CheckpointError`, a file that is missing, unreadable or
+of another format or dataflow, a header lacking a key, and weights that do not fit the module
+(never an unpickling or a torch traceback).
+
+* The GNN (`save_checkpoint`, `load_checkpoint`): ``<scheme>.pt`` also holds the architecture
+  and the feature schema version; ``<scheme>.json`` next to it holds the metadata people read
+  (metrics, dataset statistics, training time, versions) and the SHA-256 of the state dict,
+  which the weights must match (a tampered or mixed-up file is refused).
+* The explainers (`save_explainer_checkpoint`, `load_explainer_checkpoint`): the header also
+  holds the SHA-256 of the GNN they were trained on, which must be the GNN they explain.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,10 +33,14 @@ from simulator.errors import InputError
 __all__ = [
     "CHECKPOINT_DIR",
     "CHECKPOINT_FORMAT",
+    "FORMATS",
     "CheckpointError",
     "LoadedCheckpoint",
     "load_checkpoint",
+    "load_explainer_checkpoint",
+    "load_weights",
     "save_checkpoint",
+    "save_explainer_checkpoint",
     "shipped_checkpoint",
     "state_dict_sha256",
 ]
@@ -38,10 +48,16 @@ __all__ = [
 CHECKPOINT_DIR = Path(__file__).resolve().parent / "checkpoints"
 CHECKPOINT_FORMAT = "fusion-dse.gnn-checkpoint"
 CHECKPOINT_FORMAT_VERSION = 1
+FORMATS = {"gnn": CHECKPOINT_FORMAT, "pg": "fusion-dse.pg-explainer",
+           "rg": "fusion-dse.rg-explainer"}
+"""The ``format`` header of each kind of checkpoint."""
+_NAMES = {"gnn": "GNN", "pg": "PGExplainer", "rg": "RG-Explainer"}
+_WHAT = {"gnn": "GNN checkpoint", "pg": "PGExplainer parameters",
+         "rg": "RG-Explainer parameters"}
 
 
 class CheckpointError(InputError):
-    """A GNN checkpoint that is missing, unreadable, tampered with or does not match the code."""
+    """A checkpoint that is missing, unreadable, tampered with or does not match the code."""
 
 
 def state_dict_sha256(state: Mapping[str, torch.Tensor]) -> str:
@@ -94,28 +110,61 @@ class LoadedCheckpoint:
     metadata: dict[str, Any]
 
 
-def _read(path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+def _where(path: Path, kind: str) -> str:
+    return f"{_WHAT[kind]} {str(path)!r}"
+
+
+def _read_payload(path: Path, kind: str) -> dict[str, Any]:
+    """The header and weights of a checkpoint of `kind`, read as plain data only."""
     if not path.is_file():
-        raise CheckpointError(f"GNN checkpoint {str(path)!r} does not exist")
+        raise CheckpointError(f"{_where(path, kind)} does not exist")
     try:
-        meta = json.loads(path.with_suffix(".json").read_text())
+        payload = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as err:  # torch raises many types for a damaged or foreign file
+        raise CheckpointError(f"{_where(path, kind)} is not a readable weights-only torch file "
+                              f"({type(err).__name__})") from err
+    if not isinstance(payload, dict) or payload.get("format") != FORMATS[kind]:
+        raise CheckpointError(f"{str(path)!r} is not a fusion-dse {_NAMES[kind]} checkpoint")
+    return payload
+
+
+def _require(payload: Mapping[str, Any], keys: Sequence[str], where: str) -> None:
+    missing = [k for k in keys if k not in payload]
+    if missing:
+        raise CheckpointError(f"{where} lacks {', '.join(map(repr, missing))} (damaged or "
+                              "written by other code)")
+
+
+def load_weights(module: torch.nn.Module, state: Any, where: str) -> torch.nn.Module:
+    """`module` with `state` loaded strictly; a mismatch is a one-line `CheckpointError`.
+
+    Args:
+        module: The freshly built module.
+        state: The checkpoint's state dict.
+        where: What to name in the message (the checkpoint and its path).
+    """
+    if not isinstance(state, Mapping):
+        raise CheckpointError(f"{where} holds no state dict")
+    try:
+        module.load_state_dict(state, strict=True)
+    except (RuntimeError, KeyError, TypeError, ValueError) as err:
+        first = (str(err).strip().splitlines() or [type(err).__name__])[0]
+        raise CheckpointError(f"{where} does not fit the model: {first}") from err
+    return module
+
+
+def _read_metadata(path: Path) -> dict[str, Any]:
+    try:
+        return json.loads(path.with_suffix(".json").read_text())
     except (OSError, ValueError) as err:
         raise CheckpointError(f"GNN checkpoint {str(path)!r}: its metadata "
                               f"{path.with_suffix('.json').name!r} is missing or not JSON "
                               f"({type(err).__name__})") from err
-    try:
-        payload = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as err:  # torch raises many types for a damaged or foreign file
-        raise CheckpointError(f"GNN checkpoint {str(path)!r} is not a readable weights-only "
-                              f"torch file ({type(err).__name__})") from err
-    if not isinstance(payload, dict) or payload.get("format") != CHECKPOINT_FORMAT:
-        raise CheckpointError(f"{str(path)!r} is not a fusion-dse GNN checkpoint")
-    return payload, meta
 
 
 def _check_header(path: Path, payload: Mapping[str, Any], meta: Mapping[str, Any],
                   scheme: str | None) -> None:
-    where = f"GNN checkpoint {str(path)!r}"
+    where = _where(path, "gnn")
     for doc in (payload, meta):
         version = doc.get("feature_schema_version")
         if version != FEATURE_SCHEMA_VERSION:
@@ -144,17 +193,74 @@ def load_checkpoint(path: str | Path, scheme: str | None = None) -> LoadedCheckp
         CheckpointError: One line saying what does not match.
     """
     path = Path(path)
-    payload, meta = _read(path)
+    payload = _read_payload(path, "gnn")
+    meta = _read_metadata(path)
     _check_header(path, payload, meta, scheme)
     state = payload.get("state_dict")
-    if not isinstance(state, dict) or state_dict_sha256(state) != meta.get("state_dict_sha256"):
+    if (not isinstance(state, dict) or not all(isinstance(t, torch.Tensor) for t in state.values())
+            or state_dict_sha256(state) != meta.get("state_dict_sha256")):
         raise CheckpointError(f"GNN checkpoint {str(path)!r}: the weights do not match the "
                               "SHA-256 recorded in its JSON (tampered with or mixed up)")
-    model = ValidityGNN(GnnSpec())
-    try:
-        model.load_state_dict(state, strict=True)
-    except RuntimeError as err:
-        first = str(err).strip().splitlines()[0]
-        raise CheckpointError(f"GNN checkpoint {str(path)!r} does not fit the model: "
-                              f"{first}") from err
+    model = load_weights(ValidityGNN(GnnSpec()), state, _where(path, "gnn"))
     return LoadedCheckpoint(path, str(payload["scheme"]), model.eval(), meta)
+
+
+# --- explainer parameters ---------------------------------------------------------------------
+
+
+def _gnn_sha256(gnn: LoadedCheckpoint) -> str:
+    return str(gnn.metadata.get("state_dict_sha256", ""))
+
+
+def save_explainer_checkpoint(path: str | Path, kind: str, gnn: LoadedCheckpoint,
+                              state: Mapping[str, torch.Tensor], **fields: Any) -> Path:
+    """Write an explainer's trained parameters (weights only) for the GNN they explain.
+
+    Args:
+        path: The ``.pt`` file to write (its folder is created).
+        kind: ``"pg"`` or ``"rg"``.
+        gnn: The GNN the parameters were trained to explain (its dataflow and digest are
+            recorded).
+        state: The explainer's state dict.
+        **fields: Hyper-parameters and training figures (plain data).
+
+    Returns:
+        `path`.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    torch.save({"format": FORMATS[kind], "scheme": gnn.scheme, "gnn_sha256": _gnn_sha256(gnn),
+                "state_dict": {k: v.detach().cpu().clone() for k, v in state.items()},
+                **fields}, path)
+    return path
+
+
+def load_explainer_checkpoint(path: str | Path, kind: str, scheme: str,
+                              gnn: Callable[[], LoadedCheckpoint],
+                              keys: Sequence[str] = ()) -> dict[str, Any]:
+    """Read and verify an explainer's parameters: format, dataflow and the GNN they explain.
+
+    Args:
+        path: The ``.pt`` file.
+        kind: ``"pg"`` or ``"rg"``.
+        scheme: The dataflow the parameters must be for.
+        gnn: Returns the GNN to be explained (called once the file is known to be for
+            `scheme`); the parameters must have been trained on it (same state-dict SHA-256).
+        keys: Header keys the caller needs besides ``state_dict``.
+
+    Returns:
+        The header and ``state_dict`` (load it with `load_weights`).
+
+    Raises:
+        CheckpointError: One line saying what does not match.
+    """
+    path = Path(path)
+    where = _where(path, kind)
+    payload = _read_payload(path, kind)
+    _require(payload, ("scheme", "gnn_sha256", "state_dict", *keys), where)
+    if payload["scheme"] != scheme:
+        raise CheckpointError(f"{where} explain {payload['scheme']!r} groups, not {scheme!r}")
+    if payload["gnn_sha256"] != _gnn_sha256(gnn()):
+        raise CheckpointError(f"{where} were trained on another {scheme} GNN; retrain them "
+                              "(fusion-dse train-explainer)")
+    return payload

@@ -3,7 +3,8 @@
 Following Mills et al. §IV-A, random partition-plan proposals (`explain.sampling`) of each
 network give distinct fusion groups of 2..30 ops; the cost model of the dataflow labels every
 group valid (F_beta <= buffer, `GroupCost.fits`) or invalid at each buffer size of
-`BUFFER_SIZES_KIB` on the ``edge-npu`` preset, so each group yields five samples. Groups are
+`BUFFER_SIZES_KIB` of the hardware the caller passes (its buffer overridden; the shipped GNNs were
+trained on the ``edge-npu`` preset), so each group yields five samples. Groups are
 distinct as subgraphs: a group whose encoding equals one already collected from the same network
 (a copy from a repeated block) is skipped, so identical samples cannot straddle a split.
 
@@ -28,7 +29,7 @@ import os
 import time
 import zlib
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -39,11 +40,13 @@ import simulator.cost
 import simulator.workload
 from explain.batch import PackedGraphs
 from explain.features import FEATURE_SCHEMA_VERSION, GroupGraph, content_digest, encode_group
-from explain.sampling import Group, sample_groups
+from explain.sampling import sample_groups
 from simulator.cost import CostCache
 from simulator.cost.brr import incompatibility
 from simulator.errors import InputError
-from simulator.hw import HardwareConfig, load_hw
+from simulator.hw import HardwareConfig
+from simulator.partition import Group
+from simulator.scheme import FUSED_SCHEMES, Scheme
 from simulator.workload.graph import ComputeGraph
 from simulator.workload.loader import load_zoo, resolve_zoo_name
 
@@ -53,7 +56,6 @@ __all__ = [
     "DEFAULT_GROUPS",
     "HELD_OUT_GROUPS",
     "HELD_OUT_NETWORKS",
-    "SCHEMES",
     "TRAINING_NETWORKS",
     "Dataset",
     "DatasetConfig",
@@ -70,7 +72,6 @@ __all__ = [
 ]
 
 DATASET_FORMAT_VERSION = 1
-SCHEMES = ("lbdf", "brr")
 BUFFER_SIZES_KIB: tuple[int, ...] = (128, 256, 512, 1024, 2048)
 TRAINING_NETWORKS: tuple[str, ...] = (
     "vgg16", "squeezenet1_0", "squeezenet1_1", "mobilenet_v2", "mobilenet_v3_small",
@@ -79,13 +80,13 @@ TRAINING_NETWORKS: tuple[str, ...] = (
 HELD_OUT_NETWORKS: tuple[str, ...] = ("resnet50", "resnet152", "deeplabv3_mobilenet_v3_large")
 HELD_OUT_GROUPS = 1000
 
-DEFAULT_GROUPS: dict[str, dict[str, int]] = {
-    "lbdf": {
+DEFAULT_GROUPS: dict[Scheme, dict[str, int]] = {
+    Scheme.LBDF: {
         "vgg16": 600, "squeezenet1_0": 1200, "squeezenet1_1": 1200, "mobilenet_v2": 1500,
         "mobilenet_v3_small": 1000, "mobilenet_v3_large": 1200, "resnet18": 1000,
         "resnet101": 1800, "efficientnet_b0": 1400, "efficientnet_b3": 1600,
     },
-    "brr": {
+    Scheme.BRR: {
         "vgg16": 600, "squeezenet1_0": 2300, "squeezenet1_1": 2300, "mobilenet_v2": 2300,
         "resnet18": 1150, "resnet101": 2800,
     },
@@ -96,38 +97,31 @@ _SE_FREE = ("vgg16", "squeezenet1_0", "squeezenet1_1", "mobilenet_v2", "resnet18
             "resnet101", "resnet152")
 
 
-def _check_scheme(scheme: str) -> str:
-    if scheme not in SCHEMES:
-        raise InputError(f"unknown scheme {scheme!r} for the validity GNN; choose one of "
-                         f"{', '.join(SCHEMES)}")
-    return scheme
-
-
 @dataclass(frozen=True)
 class DatasetConfig:
     """What to generate; validated on construction.
 
     Attributes:
-        scheme: Dataflow whose cost model labels the groups: "lbdf" or "brr".
+        scheme: Dataflow whose cost model labels the groups: LBDF or BRR (or its name).
         networks: (zoo name, distinct groups wanted) pairs.
         buffers_kib: Buffer sizes each group is labelled at.
         seed: Seed of the sampling.
         min_ops, max_ops: Group sizes kept.
         patience: Proposals in a row without a new group before a network counts as exhausted.
-        hw: Hardware preset (or YAML path) whose buffer is overridden.
+        hw: Hardware whose buffer is overridden by each of `buffers_kib` (keyword only).
     """
 
-    scheme: str
+    scheme: Scheme
     networks: tuple[tuple[str, int], ...]
     buffers_kib: tuple[int, ...] = BUFFER_SIZES_KIB
     seed: int = 0
     min_ops: int = 2
     max_ops: int = 30
     patience: int = 3000
-    hw: str = "edge-npu"
+    hw: HardwareConfig = field(kw_only=True)
 
     def __post_init__(self) -> None:
-        _check_scheme(self.scheme)
+        object.__setattr__(self, "scheme", Scheme.parse(self.scheme, FUSED_SCHEMES))
         if not self.networks:
             raise InputError("a dataset needs at least one network")
         for name, count in self.networks:
@@ -145,43 +139,43 @@ class DatasetConfig:
                              f"{self.min_ops}..{self.max_ops}")
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready dict."""
+        """JSON-ready dict; the hardware by its name (`cache_key` hashes all its values)."""
         d = asdict(self)
         d["networks"] = [list(p) for p in self.networks]
         d["buffers_kib"] = list(self.buffers_kib)
+        d["hw"] = self.hw.name
         return d
 
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> DatasetConfig:
-        """Inverse of `to_dict`."""
-        return cls(**{**d, "networks": tuple((str(n), int(c)) for n, c in d["networks"]),
-                      "buffers_kib": tuple(int(b) for b in d["buffers_kib"])})
 
-
-def training_config(scheme: str, seed: int = 0,
-                    groups: Mapping[str, int] | None = None) -> DatasetConfig:
+def training_config(scheme: str, seed: int = 0, groups: Mapping[str, int] | None = None, *,
+                    hw: HardwareConfig) -> DatasetConfig:
     """The paper's training set for `scheme`, with optional per-network group counts.
 
     Args:
         scheme: "lbdf" or "brr".
         seed: Seed of the sampling.
         groups: Overrides of `DEFAULT_GROUPS` (a count of 0 drops the network).
+        hw: Hardware labelling the groups (its buffer overridden by each buffer size).
     """
-    counts = dict(DEFAULT_GROUPS[_check_scheme(scheme)])
+    scheme = Scheme.parse(scheme, FUSED_SCHEMES)
+    counts = dict(DEFAULT_GROUPS[scheme])
     for name, count in (groups or {}).items():
         key = resolve_zoo_name(name) or name
-        if key not in TRAINING_NETWORKS or (scheme == "brr" and key not in counts):
+        if key not in counts:  # the training networks the scheme can run
             allowed = ", ".join(DEFAULT_GROUPS[scheme])
             raise InputError(f"{name!r} is not a {scheme} training network (one of {allowed})")
         counts[key] = int(count)
-    return DatasetConfig(scheme, tuple((n, c) for n, c in counts.items() if c > 0), seed=seed)
+    return DatasetConfig(scheme, tuple((n, c) for n, c in counts.items() if c > 0), seed=seed,
+                         hw=hw)
 
 
-def held_out_config(scheme: str, seed: int = 0,
-                    groups_per_network: int = HELD_OUT_GROUPS) -> DatasetConfig:
-    """Groups of the networks never trained on (BRR: the SE-free ones)."""
-    names = [n for n in HELD_OUT_NETWORKS if _check_scheme(scheme) == "lbdf" or n in _SE_FREE]
-    return DatasetConfig(scheme, tuple((n, groups_per_network) for n in names), seed=seed)
+def held_out_config(scheme: str, seed: int = 0, groups_per_network: int = HELD_OUT_GROUPS, *,
+                    hw: HardwareConfig) -> DatasetConfig:
+    """Groups of the networks never trained on (BRR: the SE-free ones), labelled on `hw`."""
+    scheme = Scheme.parse(scheme, FUSED_SCHEMES)
+    names = [n for n in HELD_OUT_NETWORKS if not scheme.tiled or n in _SE_FREE]
+    return DatasetConfig(scheme, tuple((n, groups_per_network) for n in names), seed=seed,
+                         hw=hw)
 
 
 @dataclass(frozen=True)
@@ -245,8 +239,7 @@ def has_squeeze_excitation(graph: ComputeGraph) -> bool:
 
 
 def _hardware(config: DatasetConfig) -> list[HardwareConfig]:
-    base = load_hw(config.hw)
-    return [base.with_overrides(buffer=f"{kib}KiB") for kib in config.buffers_kib]
+    return [config.hw.with_overrides(buffer=f"{kib}KiB") for kib in config.buffers_kib]
 
 
 def label_groups(graph: ComputeGraph, groups: Sequence[Group], scheme: str,
@@ -273,7 +266,7 @@ class _Part:
 def _network_part(config: DatasetConfig, name: str, count: int,
                   hws: Sequence[HardwareConfig]) -> _Part:
     graph = load_zoo(name)
-    if config.scheme == "brr" and has_squeeze_excitation(graph):
+    if config.scheme.tiled and has_squeeze_excitation(graph):
         raise InputError(f"network {name!r} has squeeze-and-excitation, which BRR cannot tile; "
                          "leave it out of a BRR dataset")
     encoded: dict[Group, GroupGraph] = {}
@@ -334,7 +327,7 @@ def _source_fingerprint() -> str:
 
 def cache_key(config: DatasetConfig) -> str:
     """Hash of everything generation depends on: parameters, hardware, versions, code."""
-    hw = load_hw(config.hw).to_dict()
+    hw = config.hw.to_dict()
     hw.pop("buffer_bytes")
     doc = {"config": config.to_dict(), "hw": hw, "feature_schema": FEATURE_SCHEMA_VERSION,
            "format": DATASET_FORMAT_VERSION, "code": _source_fingerprint()}
@@ -371,7 +364,7 @@ def _load(path: Path, config: DatasetConfig) -> Dataset | None:
             a = {k: z[k] for k in z.files}
     except (OSError, ValueError, KeyError):
         return None  # a missing or damaged entry is regenerated
-    if DatasetConfig.from_dict(meta["config"]) != config:
+    if meta["config"] != config.to_dict():
         return None
     ptr = a["ops_ptr"]
     return Dataset(

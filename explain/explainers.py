@@ -29,20 +29,20 @@ from torch_geometric.explain import Explainer
 from torch_geometric.explain.algorithm import GNNExplainer, PGExplainer
 
 from explain import checkpoint as _checkpoint
-from explain.checkpoint import CheckpointError
+from explain.checkpoint import load_explainer_checkpoint, load_weights, save_explainer_checkpoint
 from explain.features import encode_group, node_features
 from explain.predict import load_predictor
 from explain.solutions import Edge
 from explain.train import threads
 from simulator.cost import CostCache
+from simulator.partition import Group
+from simulator.scheme import FUSED_SCHEMES
 from simulator.workload.graph import ComputeGraph
 
 __all__ = ["GnnExplainerGET", "PgExplainerGET", "group_tensors", "pg_checkpoint",
            "train_pg_explainer"]
 
-Group = tuple[int, ...]
 _MODEL_CONFIG = {"mode": "binary_classification", "task_level": "graph", "return_type": "raw"}
-_SCHEMES = ("lbdf", "brr")
 
 
 def group_tensors(graph: ComputeGraph, ops: Group, buffer_bytes: int, dtype_bytes: int,
@@ -91,7 +91,7 @@ class GnnExplainerGET:
 
     def supports(self, scheme: str) -> bool:
         """LBDF and BRR: the dataflows with a shipped GNN."""
-        return scheme in _SCHEMES
+        return scheme in FUSED_SCHEMES
 
     def _explainer(self, scheme: str) -> Explainer:
         if scheme not in self._explainers:
@@ -130,20 +130,17 @@ class PgExplainerGET:
 
     def supports(self, scheme: str) -> bool:
         """Dataflows with a shipped GNN and trained PGExplainer parameters."""
-        return scheme in _SCHEMES and self._path(scheme).is_file()
+        return scheme in FUSED_SCHEMES and self._path(scheme).is_file()
 
     def _explainer(self, scheme: str) -> Explainer:
         if scheme not in self._explainers:
-            algorithm = _pg_algorithm(epochs=1)
             path = self._path(scheme)
-            try:
-                state = torch.load(path, weights_only=True)
-            except (OSError, RuntimeError) as err:
-                raise CheckpointError(f"cannot read PGExplainer parameters {str(path)!r}: "
-                                      f"{err}") from err
-            algorithm.load_state_dict(state["state_dict"])
-            algorithm.epochs = state["epochs"]
-            algorithm._curr_epoch = state["epochs"] - 1  # trained: PyG checks the epochs
+            payload = load_explainer_checkpoint(path, "pg", scheme,
+                                                lambda: load_predictor(scheme))
+            # No epochs left to train: PyG's "trained?" check (every epoch of `epochs` run)
+            # holds for parameters loaded from a file without touching its private state.
+            algorithm = load_weights(_pg_algorithm(epochs=0), payload["state_dict"],
+                                     f"PGExplainer parameters {str(path)!r}")
             self._explainers[scheme] = _pg_explainer(load_predictor(scheme).model, algorithm)
         return self._explainers[scheme]
 
@@ -177,9 +174,10 @@ def train_pg_explainer(scheme: str, samples: list[tuple[ComputeGraph, Group, int
     data = [group_tensors(g, ops, b, d)[:2] for g, ops, b, d in samples]
     data = [(x, e) for x, e in data if e.shape[1] > 0]
     logging.getLogger("torch_geometric").setLevel(logging.ERROR)
-    with torch.random.fork_rng(), threads(1):
+    with torch.random.fork_rng(), threads(1):  # loading the GNN draws initial weights too
         torch.manual_seed(seed)
-        model = load_predictor(scheme).model
+        gnn = load_predictor(scheme)
+        model = gnn.model
         algorithm = _pg_algorithm(epochs)
         explainer = _pg_explainer(model, algorithm)
         for epoch in range(epochs):
@@ -189,8 +187,6 @@ def train_pg_explainer(scheme: str, samples: list[tuple[ComputeGraph, Group, int
             logging.getLogger(__name__).info("pg epoch %d: mean loss %.3f, %.0f s", epoch,
                                              loss / max(len(data), 1),
                                              time.perf_counter() - start)
-    path = Path(out) if out is not None else pg_checkpoint(scheme)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    torch.save({"state_dict": algorithm.state_dict(), "epochs": epochs, "scheme": scheme,
-                "samples": len(data), "seed": seed}, path)
-    return path
+    return save_explainer_checkpoint(out if out is not None else pg_checkpoint(scheme), "pg",
+                                     gnn, algorithm.state_dict(), epochs=epochs,
+                                     samples=len(data), seed=seed)

@@ -27,7 +27,6 @@ from explain.batch import content_ids
 from explain.checkpoint import save_checkpoint
 from explain.dataset import (
     HELD_OUT_GROUPS,
-    SCHEMES,
     Dataset,
     build_dataset,
     cache_key,
@@ -46,6 +45,8 @@ from explain.train import (
     evaluate_model,
     train_model,
 )
+from simulator.hw import HardwareConfig
+from simulator.scheme import FUSED_SCHEMES
 
 __all__ = ["TrainGnnResult", "held_out_metrics", "metrics_table", "train_gnn"]
 
@@ -130,13 +131,14 @@ def _metadata(result: TrainResult, ds: Dataset, held_out: Dataset,
 
 def _plot(scheme: str, ds: Dataset, seed: int, out: Path) -> Path:
     """Fig. 3 with this dataflow's panel, and the other's if its default dataset is cached."""
-    datasets = {s: ds if s == scheme else cached_dataset(training_config(s, seed))
-                for s in SCHEMES}
+    datasets = {s: ds if s == scheme else cached_dataset(training_config(s, seed, hw=ds.config.hw))
+                for s in FUSED_SCHEMES}
     return plot_validity({s: d for s, d in datasets.items() if d is not None},
                          out / "validity.png")
 
 
-def train_gnn(scheme: str, out_dir: str | Path, *, epochs: int = DEFAULT_EPOCHS, seed: int = 0,
+def train_gnn(scheme: str, out_dir: str | Path, *, hw: HardwareConfig,
+              epochs: int = DEFAULT_EPOCHS, seed: int = 0,
               groups: Mapping[str, int] | None = None, held_out_groups: int = HELD_OUT_GROUPS,
               threads: int = DEFAULT_THREADS, progress: bool = False) -> TrainGnnResult:
     """Build the data, train, evaluate and write the checkpoint and reports of `scheme`.
@@ -144,6 +146,8 @@ def train_gnn(scheme: str, out_dir: str | Path, *, epochs: int = DEFAULT_EPOCHS,
     Args:
         scheme: "lbdf" or "brr".
         out_dir: Folder for the checkpoint, tables and plot (created).
+        hw: Hardware labelling the groups (its buffer overridden by each buffer size; the
+            shipped checkpoints use the ``edge-npu`` preset).
         epochs: Training epochs.
         seed: Seed of the sampling, the split, the initialisation and the shuffling.
         groups: Per-network group counts overriding the defaults (`DEFAULT_GROUPS`).
@@ -153,8 +157,9 @@ def train_gnn(scheme: str, out_dir: str | Path, *, epochs: int = DEFAULT_EPOCHS,
     """
     start = time.perf_counter()
     out = Path(out_dir)
-    ds = build_dataset(training_config(scheme, seed, groups), progress=progress)
-    held_out = build_dataset(held_out_config(scheme, seed, held_out_groups), progress=progress)
+    ds = build_dataset(training_config(scheme, seed, groups, hw=hw), progress=progress)
+    held_out = build_dataset(held_out_config(scheme, seed, held_out_groups, hw=hw),
+                             progress=progress)
     result = train_model(ds, TrainConfig(epochs=epochs, seed=seed, threads=threads),
                          progress=progress)
     ho = held_out_metrics(result, held_out)

@@ -3,7 +3,8 @@ the held-out measurement, what ``fusion-dse train-explainer`` runs.
 
 The paper pre-trains PG and RG "on the same training sets" as the GNN (§IV-A). Explainers only
 ever see groups that do not fit, so the samples are the *invalid* (group, buffer) pairs of
-random-search proposals on the GNN's training networks, at the paper's buffer sizes. The
+random-search proposals on the GNN's training networks, at the paper's buffer sizes of the
+hardware the caller passes (the shipped parameters: the ``edge-npu`` preset). The
 trained parameters are measured on invalid groups drawn with another seed: the rectify rate of
 the explanation alone (Table V's definition, `explain.tree_split`) with the top `K` edges.
 """
@@ -19,20 +20,23 @@ import numpy as np
 
 from explain.dataset import DEFAULT_GROUPS, network_rng
 from explain.sampling import sample_groups
+from search.registry import EXPLAINERS, resolve
 from simulator.cost import CostCache
-from simulator.hw import load_hw
+from simulator.errors import InputError
+from simulator.hw import HardwareConfig
 from simulator.workload.graph import ComputeGraph
 from simulator.workload.loader import load_zoo
 
-__all__ = ["BUFFERS_KIB", "DEFAULTS", "PretrainResult", "invalid_samples", "pretrain_explainer",
-           "rectify_rate"]
+__all__ = ["BUFFERS_KIB", "DEFAULTS", "TRAINABLE", "PretrainResult", "invalid_samples",
+           "pretrain_explainer", "rectify_rate"]
 
 BUFFERS_KIB = (128, 256, 512, 1024, 2048)
 Sample = tuple[ComputeGraph, tuple[int, ...], int, int]
 
 
 def invalid_samples(scheme: str, per_network: int = 40, seed: int = 0,
-                    networks: Sequence[str] | None = None) -> list[Sample]:
+                    networks: Sequence[str] | None = None, *,
+                    hw: HardwareConfig) -> list[Sample]:
     """(graph, group, buffer bytes, dtype bytes) of groups that do not fit, shuffled.
 
     Args:
@@ -40,22 +44,24 @@ def invalid_samples(scheme: str, per_network: int = 40, seed: int = 0,
         per_network: Invalid samples kept per network.
         seed: Seed of the sampling (one generator per network, as for the GNN dataset).
         networks: Override of the GNN's training networks of `scheme`.
+        hw: Hardware of the samples (its buffer overridden by each of `BUFFERS_KIB`).
     """
     names = list(networks or DEFAULT_GROUPS[scheme])
     samples: list[Sample] = []
     for name in names:
-        samples.extend(_network_samples(name, scheme, per_network, seed))
+        samples.extend(_network_samples(name, scheme, per_network, seed, hw))
     rng = np.random.default_rng(seed)
     return [samples[k] for k in rng.permutation(len(samples))]
 
 
-def _network_samples(name: str, scheme: str, count: int, seed: int) -> list[Sample]:
+def _network_samples(name: str, scheme: str, count: int, seed: int,
+                     hw: HardwareConfig) -> list[Sample]:
     """Up to `count` invalid (group, buffer) pairs of one network: every sampled group at every
     buffer size of `BUFFERS_KIB` where it does not fit (as the GNN dataset labels each group at
     every size), groups in order of discovery."""
     graph = load_zoo(name)
     rng = network_rng(seed + 7, name)
-    caches = [CostCache(graph, load_hw("edge-npu", {"buffer": f"{kib}KiB"}), scheme)
+    caches = [CostCache(graph, hw.with_overrides(buffer=f"{kib}KiB"), scheme)
               for kib in BUFFERS_KIB]
     found: list[Sample] = []
     for group in sample_groups(graph, 20 * count, rng):
@@ -70,6 +76,9 @@ def _network_samples(name: str, scheme: str, count: int, seed: int) -> list[Samp
 
 DEFAULTS = {"pg": {"epochs": 30, "per_network": 40}, "rg": {"epochs": 10, "per_network": 40}}
 """Epochs and invalid samples per training network of the shipped parameters."""
+
+TRAINABLE = EXPLAINERS.by(lambda s: s.trainer is not None)
+"""Explainers with parameters to pre-train (`search.registry.Strategy.trainer`)."""
 
 
 @dataclass(frozen=True)
@@ -99,7 +108,7 @@ class PretrainResult:
 
 
 def rectify_rate(explainer, samples: Sequence[Sample], scheme: str, top_k: int = 4,
-                 seed: int = 0) -> float:
+                 seed: int = 0, *, hw: HardwareConfig) -> float:
     """Share of invalid `samples` that the explainer's top `top_k` edges alone break into
     fitting pieces (Table V's rectify rate, `explain.tree_split.SplitStats`).
 
@@ -109,6 +118,7 @@ def rectify_rate(explainer, samples: Sequence[Sample], scheme: str, top_k: int =
         scheme: Their dataflow.
         top_k: Explained edges considered per group.
         seed: Seed of the explainer's randomness.
+        hw: Hardware of the samples (its buffer overridden by each sample's).
     """
     from explain.tree_split import GetSplitter
 
@@ -117,8 +127,8 @@ def rectify_rate(explainer, samples: Sequence[Sample], scheme: str, top_k: int =
     caches: dict[tuple[ComputeGraph, int], CostCache] = {}
     for graph, group, buffer_bytes, _ in samples:
         if (graph, buffer_bytes) not in caches:
-            hw = load_hw("edge-npu", {"buffer": buffer_bytes})
-            caches[graph, buffer_bytes] = CostCache(graph, hw, scheme)
+            caches[graph, buffer_bytes] = CostCache(
+                graph, hw.with_overrides(buffer=buffer_bytes), scheme)
         splitter.split(graph, group, caches[graph, buffer_bytes], rng)
     return splitter.stats.rectify_rate
 
@@ -126,7 +136,7 @@ def rectify_rate(explainer, samples: Sequence[Sample], scheme: str, top_k: int =
 def pretrain_explainer(explainer: str, scheme: str, out: str | Path | None = None,
                        epochs: int | None = None, per_network: int | None = None,
                        seed: int = 0, held_out_per_network: int = 10,
-                       top_k: int = 4) -> PretrainResult:
+                       top_k: int = 4, *, hw: HardwareConfig) -> PretrainResult:
     """Train PGExplainer's or RG-Explainer's parameters for `scheme` and measure them.
 
     Args:
@@ -139,22 +149,24 @@ def pretrain_explainer(explainer: str, scheme: str, out: str | Path | None = Non
         held_out_per_network: Invalid groups per training network in the measurement (0
             skips it).
         top_k: Explained edges per group in the measurement.
+        hw: Hardware of the samples (the shipped parameters: the ``edge-npu`` preset).
     """
-    from explain.explainers import PgExplainerGET, train_pg_explainer
-    from explain.rg_explainer import RgExplainerGET, train_rg_explainer
-
-    epochs = epochs or DEFAULTS[explainer]["epochs"]
-    per_network = per_network or DEFAULTS[explainer]["per_network"]
+    entry = EXPLAINERS.get(explainer)
+    if entry.trainer is None:
+        raise InputError(f"explainer {explainer!r} has no parameters to train; choose one of "
+                         f"{', '.join(TRAINABLE)}")
+    epochs = epochs or DEFAULTS[entry.name]["epochs"]
+    per_network = per_network or DEFAULTS[entry.name]["per_network"]
     start = time.perf_counter()
-    samples = invalid_samples(scheme, per_network, seed)
-    train = {"pg": train_pg_explainer, "rg": train_rg_explainer}[explainer]
-    path = train(scheme, samples, epochs=epochs, seed=seed,
-                 out=Path(out) if out is not None else None)
+    samples = invalid_samples(scheme, per_network, seed, hw=hw)
+    path = resolve(entry.trainer)(scheme, samples, epochs=epochs, seed=seed,
+                                  out=Path(out) if out is not None else None)
     seconds = time.perf_counter() - start
-    held = invalid_samples(scheme, held_out_per_network, seed + 1) if held_out_per_network else []
+    held = (invalid_samples(scheme, held_out_per_network, seed + 1, hw=hw)
+            if held_out_per_network else [])
     rate = 0.0
     if held:
-        get = (PgExplainerGET if explainer == "pg" else RgExplainerGET)(checkpoint=Path(path))
-        rate = rectify_rate(get, held, scheme, top_k, seed)
-    return PretrainResult(explainer, scheme, Path(path), len(samples), epochs, seconds,
+        get = entry.create(checkpoint=Path(path))
+        rate = rectify_rate(get, held, scheme, top_k, seed, hw=hw)
+    return PretrainResult(entry.name, scheme, Path(path), len(samples), epochs, seconds,
                           len(held), rate, top_k)

@@ -48,7 +48,13 @@ import torch
 from torch import nn
 
 from explain import checkpoint as _checkpoint
-from explain.checkpoint import CheckpointError
+from explain.checkpoint import (
+    FORMATS,
+    CheckpointError,
+    load_explainer_checkpoint,
+    load_weights,
+    save_explainer_checkpoint,
+)
 from explain.explainers import group_tensors
 from explain.features import FEATURE_SCHEMA
 from explain.gnn import ValidityGNN
@@ -56,6 +62,8 @@ from explain.predict import load_predictor
 from explain.solutions import Edge
 from explain.train import threads
 from simulator.cost import CostCache
+from simulator.partition import Group
+from simulator.scheme import FUSED_SCHEMES
 from simulator.workload.graph import ComputeGraph
 
 __all__ = [
@@ -72,12 +80,10 @@ __all__ = [
     "train_rg_explainer",
 ]
 
-Group = tuple[int, ...]
 Sample = tuple[ComputeGraph, Group, int, int]
 
-RG_FORMAT = "fusion-dse.rg-explainer"
+RG_FORMAT = FORMATS["rg"]
 _LOG = logging.getLogger(__name__)
-_SCHEMES = ("lbdf", "brr")
 _NAMES = [name for name, _ in FEATURE_SCHEMA]
 _EXTERNAL = _NAMES.index("inputs_from_outside")
 _LEAVES = _NAMES.index("leaves_group")
@@ -455,34 +461,22 @@ def rg_checkpoint(scheme: str) -> Path:
     return _checkpoint.CHECKPOINT_DIR / f"rg-{scheme}.pt"
 
 
-def _gnn_digest(scheme: str) -> str:
-    return str(load_predictor(scheme).metadata.get("state_dict_sha256", ""))
-
-
 def load_rg_policy(path: str | Path, scheme: str) -> tuple[RgPolicy, RgConfig]:
     """Read trained parameters (weights only) and check they explain the shipped GNN.
 
     Raises:
-        CheckpointError: Unreadable, of another format or dataflow, or trained on another GNN.
+        CheckpointError: Unreadable, of another format or dataflow, trained on another GNN, or
+            not fitting the policy.
     """
-    path = Path(path)
+    where = f"RG-Explainer parameters {str(path)!r}"
+    payload = load_explainer_checkpoint(path, "rg", scheme, lambda: load_predictor(scheme),
+                                        keys=("config", "embed_dim"))
     try:
-        payload = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as err:  # torch raises many types for a missing or damaged file
-        raise CheckpointError(f"cannot read RG-Explainer parameters {str(path)!r} "
-                              f"({type(err).__name__})") from err
-    if not isinstance(payload, dict) or payload.get("format") != RG_FORMAT:
-        raise CheckpointError(f"{str(path)!r} is not a fusion-dse RG-Explainer checkpoint")
-    if payload.get("scheme") != scheme:
-        raise CheckpointError(f"RG-Explainer parameters {str(path)!r} explain "
-                              f"{payload.get('scheme')!r} groups, not {scheme!r}")
-    if payload.get("gnn_sha256") != _gnn_digest(scheme):
-        raise CheckpointError(f"RG-Explainer parameters {str(path)!r} were trained on another "
-                              f"{scheme} GNN; retrain them (train_rg_explainer)")
-    config = RgConfig.from_dict(payload["config"])
-    policy = RgPolicy(int(payload["embed_dim"]), config.hidden)
-    policy.load_state_dict(payload["state_dict"])
-    return policy.eval(), config
+        config = RgConfig.from_dict(payload["config"])
+        policy = RgPolicy(int(payload["embed_dim"]), config.hidden)
+    except (AttributeError, TypeError, ValueError) as err:
+        raise CheckpointError(f"{where} has a malformed header ({type(err).__name__})") from err
+    return load_weights(policy, payload["state_dict"], where).eval(), config
 
 
 def _seed(rng: np.random.Generator) -> int:
@@ -510,7 +504,7 @@ class RgExplainerGET:
 
     def supports(self, scheme: str) -> bool:
         """Dataflows with a shipped GNN and trained RG-Explainer parameters."""
-        return scheme in _SCHEMES and self._path(scheme).is_file()
+        return scheme in FUSED_SCHEMES and self._path(scheme).is_file()
 
     def _policy(self, scheme: str) -> tuple[RgPolicy, RgConfig]:
         if scheme not in self._policies:
@@ -622,9 +616,6 @@ def train_rg_explainer(scheme: str, samples: list[Sample], epochs: int = 5, seed
         policy = RgPolicy(embed_dim, config.hidden)
         _train(policy, scorers, epochs, config, log)
     path = Path(out) if out is not None else rg_checkpoint(scheme)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    torch.save({"format": RG_FORMAT, "scheme": scheme, "state_dict": policy.state_dict(),
-                "config": config.to_dict(), "embed_dim": embed_dim, "epochs": epochs,
-                "samples": len(scorers), "seed": seed, "gnn_sha256": _gnn_digest(scheme),
-                "log": log}, path)
-    return path
+    return save_explainer_checkpoint(path, "rg", load_predictor(scheme), policy.state_dict(),
+                                     config=config.to_dict(), embed_dim=embed_dim,
+                                     epochs=epochs, samples=len(scorers), seed=seed, log=log)

@@ -4,8 +4,9 @@ The paper collects its GNN training groups by running a plain random search (RS)
 plans (Mills et al. §IV-A). An RS proposal here is a segment plan: the topological order is cut
 into contiguous segments of random lengths, each falling apart into its weakly connected
 components (`simulator.plan.segment_plan`, always structurally valid). Half of the proposals
-then merge a few randomly chosen pairs of adjacent groups, kept only when the union stays convex,
-which adds groups that span several segments (a residual branch with the block after it, say).
+then merge a few randomly chosen pairs of adjacent groups, kept only when the union stays convex
+(`simulator.partition.is_convex`), which adds groups that span several segments (a residual
+branch with the block after it, say).
 Nothing here depends on the search package: the groups are the raw material, labelled later by
 the cost model.
 """
@@ -16,36 +17,13 @@ from collections.abc import Callable, Hashable, Sequence
 
 import numpy as np
 
+from simulator.partition import Group, group_index, is_convex
 from simulator.plan import segment_plan
 from simulator.workload.graph import ComputeGraph
 
-__all__ = ["Group", "is_convex", "merge_adjacent", "propose_plan", "random_segment_plan",
-           "sample_groups"]
-
-Group = tuple[int, ...]
-"""A fusion group as a sorted tuple of op ids."""
+__all__ = ["merge_adjacent", "propose_plan", "random_segment_plan", "sample_groups"]
 
 MERGE_PROBABILITY = 0.5
-
-
-def is_convex(graph: ComputeGraph, ops: Sequence[int]) -> bool:
-    """True if no path leaves the node set and re-enters it.
-
-    Ids increase along every path, so only ops below the set's largest id can lie on such a
-    path; the search stays below it.
-    """
-    members = set(ops)
-    top = max(members)
-    frontier = [c for o in members for c in graph.successors(o) if c not in members and c < top]
-    seen = set(frontier)
-    while frontier:
-        for c in graph.successors(frontier.pop()):
-            if c in members:
-                return False
-            if c < top and c not in seen:
-                seen.add(c)
-                frontier.append(c)
-    return True
 
 
 def random_segment_plan(graph: ComputeGraph, rng: np.random.Generator,
@@ -82,10 +60,7 @@ def merge_adjacent(graph: ComputeGraph, groups: Sequence[Group], rng: np.random.
     """
     merged = [tuple(g) for g in groups]
     for _ in range(attempts):
-        group_of = [0] * len(graph)
-        for k, g in enumerate(merged):
-            for o in g:
-                group_of[o] = k
+        group_of = group_index(graph, merged)
         k = int(rng.integers(len(merged)))
         near = _neighbours(graph, merged, k, group_of)
         if not near:

@@ -18,13 +18,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from search.encoding import components
+from simulator.partition import Group, components
 from simulator.workload.graph import ComputeGraph
 
 __all__ = ["Edge", "Solution", "solutions", "solutions_for_edge", "split_at"]
 
 Edge = tuple[int, int]
-Group = tuple[int, ...]
 
 
 @dataclass(frozen=True)

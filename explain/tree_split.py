@@ -28,7 +28,9 @@ group, drawn from the same generator the random repair would be given, is comput
 cheaper of the two (least F_D summed over the pieces) is returned; ties keep Algorithm 1's. A
 repaired group therefore never costs more DRAM than under the random repair, so with the same
 seed every plan a random search proposes costs at most what it costs with the random repair.
-How often the baseline was cheaper is counted (`baseline_kept`).
+How often the baseline was cheaper is counted (`baseline_kept`). `GetSplitter.split_outcome`
+returns, with the pieces, which split was kept (`SplitChoice`) and the explanation Algorithm 1
+cut the group by, so a report shows exactly what was done.
 """
 
 from __future__ import annotations
@@ -37,19 +39,21 @@ import copy
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Protocol, runtime_checkable
+from enum import Enum
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
 from explain.solutions import Edge, Solution, solutions
-from search.encoding import components
+from search.registry import EXPLAINERS
 from search.splitter import RandomSplitter
 from simulator.cost import CostCache
+from simulator.partition import Group, components
+from simulator.scheme import Scheme
 from simulator.workload.graph import ComputeGraph
 
-__all__ = ["AllEdgesExplainer", "Explainer", "GetSplitter", "SplitStats"]
-
-Group = tuple[int, ...]
+__all__ = ["AllEdgesExplainer", "Explainer", "GetSplitter", "SplitChoice", "SplitOutcome",
+           "SplitStats", "guided_splitter"]
 
 
 @runtime_checkable
@@ -62,7 +66,7 @@ class Explainer(Protocol):
 
     name: str
 
-    def supports(self, scheme: str) -> bool:
+    def supports(self, scheme: Scheme) -> bool:
         """True if the explainer can explain groups of dataflow `scheme`."""
         ...
 
@@ -79,7 +83,7 @@ class AllEdgesExplainer:
 
     name: str = "alledges"
 
-    def supports(self, scheme: str) -> bool:
+    def supports(self, scheme: Scheme) -> bool:
         """Every dataflow."""
         return True
 
@@ -127,6 +131,38 @@ class SplitStats:
                 "explain_seconds": self.explain_seconds, "explanations": self.explanations}
 
 
+class SplitChoice(Enum):
+    """Which split of a group `GetSplitter` returned."""
+
+    FITS = "fits"
+    """The group fits: nothing to split."""
+    ALGORITHM_1 = "algorithm-1"
+    """Algorithm 1's split, by the explanation."""
+    BASELINE = "baseline"
+    """The baseline random split, cheaper in DRAM than Algorithm 1's (`keep_baseline`)."""
+    FALLBACK = "fallback"
+    """The random split: Algorithm 1 found no split into fitting groups."""
+
+
+@dataclass(frozen=True)
+class SplitOutcome:
+    """One split request: the pieces returned and how they were chosen.
+
+    Attributes:
+        pieces: The fitting groups returned, sorted.
+        choice: Which split they are.
+        explained: The explanation Algorithm 1 cut the group by (its top `max_edges` edges,
+            most responsible first); empty when the group fits.
+        algorithm_1: Algorithm 1's pieces, sorted; None when the group fits or Algorithm 1
+            found no split into fitting groups.
+    """
+
+    pieces: tuple[Group, ...]
+    choice: SplitChoice
+    explained: tuple[Edge, ...]
+    algorithm_1: tuple[Group, ...] | None
+
+
 @dataclass
 class GetSplitter:
     """Explanation-guided recursive splitter (Algorithm 1) behind the `Splitter` protocol.
@@ -146,6 +182,7 @@ class GetSplitter:
     stats: SplitStats = field(default_factory=SplitStats)
     _memo: dict[tuple, list[Group] | None] = field(default_factory=dict, repr=False)
     _rectified: dict[tuple, bool] = field(default_factory=dict, repr=False)
+    _explained: dict[tuple, tuple[Edge, ...]] = field(default_factory=dict, repr=False)
 
     @property
     def baseline(self) -> RandomSplitter | None:
@@ -159,18 +196,28 @@ class GetSplitter:
         """The explainer's name (the repair's name in summaries)."""
         return self.explainer.name
 
-    def supports(self, scheme: str) -> bool:
+    def supports(self, scheme: Scheme) -> bool:
         """What the explainer supports."""
         return self.explainer.supports(scheme)
+
+    def report(self) -> dict[str, Any]:
+        """The Table V figures (`SplitStats`) and the settings, for the run's summary."""
+        return {**self.stats.to_dict(), "max_edges": self.max_edges,
+                "keep_baseline": self.keep_baseline}
 
     def split(self, graph: ComputeGraph, ops: Group, cache: CostCache,
               rng: np.random.Generator) -> list[Group]:
         """Fitting groups covering `ops`: Algorithm 1, or the random fallback; with
         `keep_baseline`, the random split instead when it costs less DRAM."""
+        return list(self.split_outcome(graph, ops, cache, rng).pieces)
+
+    def split_outcome(self, graph: ComputeGraph, ops: Group, cache: CostCache,
+                      rng: np.random.Generator) -> SplitOutcome:
+        """`split`, with which split was kept and the explanation Algorithm 1 cut by."""
         group = tuple(sorted(ops))
         tree = _Tree(self, graph, cache, rng)
         if tree.fits(group):
-            return [group]
+            return SplitOutcome((group,), SplitChoice.FITS, (), None)
         baseline = (RandomSplitter().split(graph, group, cache, copy.deepcopy(rng))
                     if self.keep_baseline else None)
         self.stats.requests += 1
@@ -179,14 +226,29 @@ class GetSplitter:
             self._rectified[key] = tree.rectified_by_explanation(group)
         self.stats.rectified += self._rectified[key]
         found = tree.split_invalid(group)
+        explained = self._explained.get(key, ())
         if found is None:  # the fallback is the baseline split when the guard computed it
             self.stats.fallbacks += 1
-            return sorted(baseline if baseline is not None
-                          else RandomSplitter().split(graph, group, cache, rng))
+            pieces = (baseline if baseline is not None
+                      else RandomSplitter().split(graph, group, cache, rng))
+            return SplitOutcome(tuple(sorted(pieces)), SplitChoice.FALLBACK, explained, None)
+        algorithm_1 = tuple(sorted(found))
         if baseline is not None and _dram(cache, baseline) < _dram(cache, found):
             self.stats.baseline_kept += 1
-            return sorted(baseline)
-        return sorted(found)
+            return SplitOutcome(tuple(sorted(baseline)), SplitChoice.BASELINE, explained,
+                                algorithm_1)
+        return SplitOutcome(algorithm_1, SplitChoice.ALGORITHM_1, explained, algorithm_1)
+
+
+def guided_splitter(explainer: str, max_edges: int | None = 4,
+                    keep_baseline: bool = True) -> GetSplitter:
+    """The explanation-guided repair over `search.registry.EXPLAINERS` entry `explainer` (the
+    factory the registry's explanation-guided repairs name).
+
+    Raises:
+        InputError: unknown explainer.
+    """
+    return GetSplitter(EXPLAINERS.create(explainer), max_edges, keep_baseline)
 
 
 def _dram(cache: CostCache, groups: Sequence[Group]) -> int:
@@ -201,12 +263,11 @@ class _Tree:
                  rng: np.random.Generator) -> None:
         self.owner, self.graph, self.cache, self.rng = owner, graph, cache, rng
         self.stats = owner.stats
-        self.unfusable = frozenset(cache.unfusable)
         self.explained: dict[Group, list[Edge]] = {}
 
     def fits(self, group: Group) -> bool:
         self.stats.fbeta_queries += 1
-        return (len(group) == 1 and group[0] in self.unfusable) or self.cache.group(group).fits
+        return self.cache.run(group).fits
 
     def dram(self, groups: Sequence[Group]) -> int:
         self.stats.fd_queries += len(groups)
@@ -242,6 +303,9 @@ class _Tree:
             self.stats.explanations += 1
             k = self.owner.max_edges
             self.explained[group] = edges if k is None else edges[:k]
+            # The first explanation of a group is the one its memoised split was cut by.
+            key = (self.cache.graph, self.cache.hw, self.cache.scheme, group)
+            self.owner._explained.setdefault(key, tuple(self.explained[group]))
         return self.explained[group]
 
     def rectified_by_explanation(self, group: Group) -> bool:

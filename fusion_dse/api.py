@@ -7,17 +7,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from simulator.cost import CostCache, PlanCost, evaluate_plan, get_scheme
+from simulator.cost import CostCache, PlanCost, evaluate_plan
 from simulator.engine import SimReport
 from simulator.engine import simulate as run_simulation
 from simulator.hw import HardwareConfig, load_hw
-from simulator.plan import (
-    PartitionPlan,
-    PlanError,
-    layer_by_layer,
-    load_plan,
-    structural_violations,
-)
+from simulator.partition import violations
+from simulator.plan import PartitionPlan, PlanError, layer_by_layer, load_plan
+from simulator.scheme import Scheme
 from simulator.workload.graph import ComputeGraph
 from simulator.workload.loader import load
 
@@ -47,12 +43,7 @@ class Evaluation:
 
     def to_dict(self) -> dict[str, Any]:
         """The `fusion-dse evaluate --format json` document (stable keys, see README)."""
-        unfusable = set(self.cost.unfusable)
-        groups = []
-        for g in self.cost.groups:
-            entry = g.to_dict(self.graph)
-            entry["unfusable"] = len(g.ops) == 1 and g.ops[0] in unfusable
-            groups.append(entry)
+        groups = [{**g.to_dict(self.graph), "unfusable": g.runs_alone} for g in self.cost.groups]
         return {
             "format": EVALUATION_FORMAT,
             "version": 1,
@@ -65,7 +56,7 @@ class Evaluation:
 
 
 def evaluate(model: str | ComputeGraph, hw: str | HardwareConfig = "edge-npu",
-             scheme: str = "lbdf", plan: str | Path | PartitionPlan | None = None,
+             scheme: str | Scheme = Scheme.LBDF, plan: str | Path | PartitionPlan | None = None,
              overrides: Mapping[str, Any] | None = None,
              input_shape: str | None = None) -> Evaluation:
     """Cost a plan of `model` (the layer-by-layer plan when `plan` is None).
@@ -74,7 +65,7 @@ def evaluate(model: str | ComputeGraph, hw: str | HardwareConfig = "edge-npu",
         InputError subclasses: unknown model or scheme, bad hardware file or override, a plan
         file that is unreadable, names unknown ops, overlaps, misses ops or has a cycle.
     """
-    get_scheme(scheme)
+    scheme = Scheme.parse(scheme)
     graph = model if isinstance(model, ComputeGraph) else load(model, input_shape)
     config = resolve_hw(hw, overrides)
     if plan is None:
@@ -83,13 +74,13 @@ def evaluate(model: str | ComputeGraph, hw: str | HardwareConfig = "edge-npu",
         parsed = plan
     else:
         parsed = load_plan(plan, graph)
-    problems = structural_violations(graph, parsed, limit=3)
+    problems = violations(graph, parsed, limit=3)
     if problems:
         where = f"plan {str(plan)!r}" if plan is not None else "plan"
         raise PlanError(f"{where} is not a partition of {graph.name!r}: {'; '.join(problems)}")
     cache = CostCache(graph, config, scheme)
-    return Evaluation(graph, config, parsed, evaluate_plan(graph, parsed, config, scheme, cache),
-                      cache)
+    cost = evaluate_plan(graph, parsed, config, scheme, cache, checked=True)
+    return Evaluation(graph, config, parsed, cost, cache)
 
 
 @dataclass(frozen=True)
@@ -121,7 +112,7 @@ class Simulation:
 
 
 def simulate(model: str | ComputeGraph, hw: str | HardwareConfig = "edge-npu",
-             scheme: str = "lbdf", plan: str | Path | PartitionPlan | None = None,
+             scheme: str | Scheme = Scheme.LBDF, plan: str | Path | PartitionPlan | None = None,
              overrides: Mapping[str, Any] | None = None,
              input_shape: str | None = None) -> Simulation:
     """Evaluate a plan analytically, then execute it on the simulated machine.
@@ -131,5 +122,6 @@ def simulate(model: str | ComputeGraph, hw: str | HardwareConfig = "edge-npu",
         the buffer (named).
     """
     evaluation = evaluate(model, hw, scheme, plan, overrides, input_shape)
-    report = run_simulation(evaluation.graph, evaluation.plan, evaluation.hw, scheme)
+    report = run_simulation(evaluation.graph, evaluation.plan, evaluation.hw, scheme,
+                            cache=evaluation.cache, checked=True)
     return Simulation(evaluation, report)

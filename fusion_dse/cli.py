@@ -14,9 +14,12 @@ import warnings
 from collections.abc import Callable, Sequence
 
 from fusion_dse import reports
+from fusion_dse.cli_args import add_hw_arguments, hw_overrides
 from fusion_dse.cli_gnn import add_train_explainer, add_train_gnn
 from fusion_dse.cli_optimize import add_optimize
+from search.registry import EXPLAINERS
 from simulator.errors import InputError
+from simulator.scheme import FUSED_SCHEMES, Scheme
 
 __all__ = ["main"]
 
@@ -62,49 +65,17 @@ def _add_inspect(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(run=_run_inspect)
 
 
-_HW_FLAGS = (
-    ("--buffer", "buffer", "SIZE", "on-chip buffer size, e.g. 128KiB, 2MiB, 131072"),
-    ("--dtype-bytes", "dtype_bytes", "B", "bytes per element (1 = int8)"),
-    ("--dram-bandwidth", "dram_bandwidth", "B/CYC", "DRAM bytes per cycle"),
-    ("--dram-latency", "dram_latency", "CYC", "DRAM access latency in cycles"),
-    ("--clock", "clock", "HZ", "clock, e.g. 1GHz or 700e6"),
-    ("--macs-per-cycle", "macs_per_cycle", "N", "PE array MACs per cycle"),
-    ("--buffer-bandwidth", "buffer_bandwidth", "B/CYC", "on-chip buffer bytes per cycle"),
-)
-
-
-def _add_hw_arguments(p: argparse.ArgumentParser) -> None:
-    g = p.add_argument_group("hardware", "a preset or YAML file, and overrides of its fields")
-    g.add_argument("--hw", default="edge-npu", metavar="PRESET|FILE",
-                   help="hardware preset name or YAML path (default: edge-npu)")
-    for flag, key, metavar, text in _HW_FLAGS:
-        g.add_argument(flag, dest=f"hw_{key}", metavar=metavar, help=text)
-    g.add_argument("--set", dest="hw_set", action="append", default=[], metavar="KEY=VALUE",
-                   help="override any hardware key, e.g. --set energy.mac_pj=0.2 (repeatable)")
-
-
-def _hw_overrides(args: argparse.Namespace) -> dict[str, object]:
-    overrides: dict[str, object] = {key: getattr(args, f"hw_{key}") for _, key, _, _ in _HW_FLAGS
-                                    if getattr(args, f"hw_{key}") is not None}
-    for item in args.hw_set:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise InputError(f"--set {item!r}: expected KEY=VALUE")
-        overrides[key.strip()] = value.strip()
-    return overrides
-
-
 def _add_plan_arguments(p: argparse.ArgumentParser, verb: str) -> None:
     """MODEL, dataflow, plan, input shape, output format and the hardware options."""
     p.add_argument("model", metavar="MODEL", help="zoo name, .onnx path or module:callable")
-    p.add_argument("--scheme", choices=("lbdf", "brr", "lbl"), default="lbdf",
+    p.add_argument("--scheme", choices=[str(s) for s in Scheme], default=str(Scheme.LBDF),
                    help="dataflow (default: lbdf)")
     p.add_argument("--plan", metavar="PLAN.json", help=f"plan to {verb} (default: layer by "
                                                        "layer)")
     p.add_argument("--input-shape", metavar="N,C,H,W", help="input shape override")
     p.add_argument("--format", choices=("table", "json"), default="table",
                    help="output format (default: table)")
-    _add_hw_arguments(p)
+    add_hw_arguments(p)
 
 
 def _add_evaluate(sub: argparse._SubParsersAction) -> None:
@@ -126,7 +97,7 @@ def _add_evaluate(sub: argparse._SubParsersAction) -> None:
 def _run_evaluate(args: argparse.Namespace) -> str:
     from fusion_dse.api import evaluate
 
-    result = evaluate(args.model, args.hw, args.scheme, args.plan, _hw_overrides(args),
+    result = evaluate(args.model, args.hw, args.scheme, args.plan, hw_overrides(args),
                       args.input_shape)
     if args.format == "json":
         return json.dumps(result.to_dict(), indent=2)
@@ -154,7 +125,7 @@ def _add_simulate(sub: argparse._SubParsersAction) -> None:
 def _run_simulate(args: argparse.Namespace) -> str:
     from fusion_dse.api import simulate
 
-    result = simulate(args.model, args.hw, args.scheme, args.plan, _hw_overrides(args),
+    result = simulate(args.model, args.hw, args.scheme, args.plan, hw_overrides(args),
                       args.input_shape)
     out = json.dumps(result.to_dict(), indent=2) if args.format == "json" \
         else reports.simulation_text(result)
@@ -198,9 +169,11 @@ def _add_explain(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("model", metavar="MODEL", help="zoo name, .onnx path or module:callable")
     p.add_argument("--group", required=True, metavar="OPS", help="the group: OP,OP,... or A:B")
-    p.add_argument("--explainer", choices=("gnne", "pg", "rg", "alledges"), default="gnne",
-                   help="graph-explanation technique (default: gnne)")
-    p.add_argument("--scheme", choices=("lbdf", "brr"), default="lbdf",
+    p.add_argument("--explainer", choices=EXPLAINERS.names(), default="gnne",
+                   help="graph-explanation technique: "
+                        f"{EXPLAINERS.help_text()} (default: gnne)")
+    p.add_argument("--scheme", choices=[str(s) for s in FUSED_SCHEMES],
+                   default=str(Scheme.LBDF),
                    help="dataflow (default: lbdf)")
     p.add_argument("--top", type=int, default=8, metavar="K",
                    help="explained edges the splitter considers (default: 8)")
@@ -208,7 +181,7 @@ def _add_explain(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--format", choices=("table", "json"), default="table",
                    help="output format (default: table)")
     p.add_argument("--plot", metavar="OUT.png", help="draw the group, explanation and cut")
-    _add_hw_arguments(p)
+    add_hw_arguments(p)
     p.set_defaults(run=_run_explain)
 
 
@@ -218,7 +191,7 @@ def _run_explain(args: argparse.Namespace) -> str:
     if args.top <= 0:
         raise InputError(f"--top must be positive, got {args.top}")
     result = explain_group(args.model, args.group, args.hw, args.scheme, args.explainer,
-                           _hw_overrides(args), args.seed, args.top)
+                           hw_overrides(args), args.seed, args.top)
     out = json.dumps(result.to_dict(), indent=2) if args.format == "json" \
         else explanation_text(result)
     if args.plot:
@@ -246,6 +219,11 @@ def build_parser() -> argparse.ArgumentParser:
     _add_explain(sub)
     add_train_gnn(sub)
     add_train_explainer(sub)
+    from fusion_dse.sweep.cli import add_compare, add_plot, add_sweep
+
+    add_sweep(sub)
+    add_plot(sub)
+    add_compare(sub)
     return parser
 
 

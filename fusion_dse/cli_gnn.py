@@ -14,7 +14,10 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from search.registry import EXPLAINERS
 from simulator.errors import InputError
+from simulator.hw import DEFAULT_PRESET, load_hw
+from simulator.scheme import FUSED_SCHEMES
 
 if TYPE_CHECKING:
     from explain.pipeline import TrainGnnResult
@@ -40,7 +43,7 @@ def add_train_gnn(sub: argparse._SubParsersAction) -> None:
                "replace the shipped checkpoints: --out explain/checkpoints. The same --seed "
                "gives the same dataset and split.",
     )
-    p.add_argument("--scheme", choices=("lbdf", "brr"), required=True,
+    p.add_argument("--scheme", choices=[str(s) for s in FUSED_SCHEMES], required=True,
                    help="dataflow whose validity the model predicts")
     p.add_argument("--epochs", type=int, default=None, metavar="N",
                    help="training epochs (default: 50)")
@@ -73,9 +76,10 @@ def add_train_explainer(sub: argparse._SubParsersAction) -> None:
         epilog="To replace the shipped parameters: --out explain/checkpoints/EXPLAINER-SCHEME.pt "
                "(RG parameters record the GNN they explain and are refused by another one).",
     )
-    p.add_argument("--explainer", choices=("pg", "rg"), required=True,
-                   help="pg: PGExplainer, rg: RG-Explainer")
-    p.add_argument("--scheme", choices=("lbdf", "brr"), required=True,
+    trainable = EXPLAINERS.by(lambda s: s.trainer is not None)
+    p.add_argument("--explainer", choices=trainable, required=True,
+                   help=", ".join(f"{n}: {EXPLAINERS.get(n).help}" for n in trainable))
+    p.add_argument("--scheme", choices=[str(s) for s in FUSED_SCHEMES], required=True,
                    help="dataflow of the GNN explained")
     p.add_argument("--epochs", type=int, default=None, metavar="N",
                    help="passes over the samples (default: pg 30, rg 10)")
@@ -116,7 +120,8 @@ def run_train_explainer(args: argparse.Namespace) -> str:
         out.parent.mkdir(parents=True, exist_ok=True)
         r = pretrain_explainer(args.explainer, args.scheme, out, args.epochs,
                                args.samples_per_network, args.seed,
-                               args.held_out_per_network, args.top)
+                               args.held_out_per_network, args.top,
+                               hw=load_hw(DEFAULT_PRESET))
     except OSError as err:
         raise InputError(f"cannot write to {str(out)!r}: {err.strerror or err}") from err
     finally:  # in-process callers (tests, notebooks) must not collect handlers
@@ -171,7 +176,7 @@ def run_train_gnn(args: argparse.Namespace) -> str:
             args.scheme, out, epochs=args.epochs or DEFAULT_EPOCHS, seed=args.seed,
             groups=parse_group_counts(args.samples_per_network, args.scheme),
             held_out_groups=args.held_out_groups or HELD_OUT_GROUPS,
-            threads=args.threads or DEFAULT_THREADS,
+            threads=args.threads or DEFAULT_THREADS, hw=load_hw(DEFAULT_PRESET),
             progress=not args.quiet and sys.stderr.isatty())
     except OSError as err:
         raise InputError(f"cannot write to {str(out)!r}: {err.strerror or err}") from err

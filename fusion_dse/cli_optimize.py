@@ -11,27 +11,29 @@ from __future__ import annotations
 import argparse
 import re
 import sys
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-__all__ = ["DEFAULT_OUT_ROOT", "REPAIRS", "SEARCHES", "add_optimize", "default_out_dir",
-           "run_optimize", "summary_text"]
+from fusion_dse.cli_args import add_hw_arguments, hw_overrides
+from search.registry import REPAIRS, SEARCHES
+from simulator.scheme import FUSED_SCHEMES, Scheme
+
+if TYPE_CHECKING:
+    from search.result import CacheRate, SearchSummary
+
+__all__ = ["DEFAULT_OUT_ROOT", "add_optimize", "default_out_dir", "run_optimize",
+           "summary_text"]
 
 DEFAULT_OUT_ROOT = "fusion-dse-out"
 DEFAULT_MODEL = "mobilenet_v2"
-SEARCHES = ("rs", "ls", "nsga2")
-"""`search.ALGORITHMS` by name, spelled out so that building the parser does not import pymoo
-(a test keeps the two in step)."""
-REPAIRS = ("random", "alledges", "gnne", "pg", "rg")
-"""`search.splitter.SPLITTERS` by name (likewise)."""
 
 
 def add_optimize(sub: argparse._SubParsersAction) -> None:
-    """Add the ``optimize`` subcommand to a `fusion-dse` subparsers action."""
-    from fusion_dse.cli import _add_hw_arguments
-
+    """Add the ``optimize`` subcommand to a `fusion-dse` subparsers action (the search and
+    repair choices are the names of `search.registry`)."""
     p = sub.add_parser(
         "optimize", help="search the partition plan with the least DRAM traffic",
         description="Search the partition plans of MODEL for the one with the least DRAM "
@@ -49,11 +51,12 @@ def add_optimize(sub: argparse._SubParsersAction) -> None:
     p.add_argument("model", metavar="MODEL", nargs="?", default=DEFAULT_MODEL,
                    help="zoo name, .onnx path or module:callable (default: "
                         f"{DEFAULT_MODEL}, the paper's Table V network)")
-    p.add_argument("--scheme", choices=("lbdf", "brr"), default="lbdf",
+    p.add_argument("--scheme", choices=[str(s) for s in FUSED_SCHEMES],
+                   default=str(Scheme.LBDF),
                    help="fusion dataflow (default: lbdf)")
-    p.add_argument("--search", choices=SEARCHES, default="ls",
-                   help="rs: random, ls: local search, nsga2: NSGA-II (default: ls)")
-    p.add_argument("--repair", choices=REPAIRS, default="random",
+    p.add_argument("--search", choices=SEARCHES.names(), default="ls",
+                   help=f"{SEARCHES.help_text()} (default: ls)")
+    p.add_argument("--repair", choices=REPAIRS.names(), default="random",
                    help="splitter for groups over the buffer (default: random)")
     p.add_argument("--explained-edges", type=int, metavar="K",
                    help="explained edges an explanation-guided repair considers per group "
@@ -75,7 +78,7 @@ def add_optimize(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--input-shape", metavar="N,C,H,W", help="input shape override")
     p.add_argument("--quiet", "-q", action="store_true",
                    help="no progress bar (it is shown only when stderr is a terminal)")
-    _add_hw_arguments(p)
+    add_hw_arguments(p)
     p.set_defaults(run=run_optimize)
 
 
@@ -87,19 +90,18 @@ def default_out_dir(model_name: str, scheme: str, search: str) -> Path:
 
 def run_optimize(args: argparse.Namespace) -> str:
     """Run the search, write the outputs, return the summary text."""
-    from fusion_dse.cli import _hw_overrides
     from fusion_dse.optimization import optimize, write_outputs
 
     result = optimize(args.model, hw=args.hw, scheme=args.scheme, search=args.search,
                       repair=args.repair, budget=args.budget, seed=args.seed,
-                      objectives=args.objectives, overrides=_hw_overrides(args),
+                      objectives=args.objectives, overrides=hw_overrides(args),
                       progress=not args.quiet and sys.stderr.isatty(),
                       input_shape=args.input_shape, explained_edges=args.explained_edges,
                       keep_baseline=args.keep_baseline)
     out = Path(args.out) if args.out else default_out_dir(result.graph.name, args.scheme,
                                                           args.search)
     files = write_outputs(result, out)
-    for line in (result.summary["message"], *result.summary["notes"]):
+    for line in (result.summary.message, *result.summary.notes):
         if line:
             print(f"fusion-dse: note: {line}", file=sys.stderr)
     return summary_text(result.summary, out, list(files))
@@ -109,25 +111,25 @@ def _b(n: Any) -> str:
     return "" if n is None else f"{int(n):,}"
 
 
-def _pct(rate: dict[str, Any]) -> str:
-    return f"{100 * rate['hit_rate']:.1f}%"
+def _pct(rate: CacheRate) -> str:
+    return f"{100 * rate.hit_rate:.1f}%"
 
 
-def summary_text(summary: dict[str, Any], out: Path, files: list[str]) -> str:
+def summary_text(summary: SearchSummary, out: Path, files: list[str]) -> str:
     """The short report printed after a run."""
-    s, best = summary, summary["best"]
-    caches = s["caches"]
+    s, best = summary, summary.best
+    caches = s.caches
     head = [
-        f"{s['model']} on {s['hw']} (buffer {s['buffer_bytes']:,} B), {s['scheme']}, "
-        f"{s['search']} + {s['repair']} repair, objectives {','.join(s['objectives'])}, "
-        f"seed {s['seed']}",
-        f"  plans evaluated     {s['budget_used']:,} of {s['budget']:,} "
-        f"({s['distinct_plans']:,} distinct) in {s['seconds']:.1f} s",
+        f"{s.model} on {s.hw} (buffer {s.buffer_bytes:,} B), {s.scheme}, "
+        f"{s.search} + {s.repair} repair, objectives {','.join(s.objectives)}, "
+        f"seed {s.seed}",
+        f"  plans evaluated     {s.budget_used:,} of {s.budget:,} "
+        f"({s.distinct_plans:,} distinct) in {s.seconds:.1f} s",
     ]
-    if s["status"] != "ok":
-        head.append(f"  no search           {s['message']}")
+    if s.status != "ok":
+        head.append(f"  no search           {s.message}")
     head += [
-        f"  best plan           {best['groups']} groups, found at plan {best['found_at']:,}",
+        f"  best plan           {best['groups']} groups, found at plan {s.found_at:,}",
         f"  DRAM, whole network {_b(best['dram_bytes'])} B",
         f"  DRAM, fuseable ops  {_b(best['dram_bytes_fuseable'])} B",
         f"  max buffer usage    {_b(best['mbu_bytes'])} B",
@@ -135,7 +137,7 @@ def summary_text(summary: dict[str, Any], out: Path, files: list[str]) -> str:
         f"  energy              {best['energy_pj'] / 1e6:,.3f} uJ",
         f"  cache hit rates     groups {_pct(caches['group'])}, splits "
         f"{_pct(caches['splitter'])}, plans {_pct(caches['plan'])}",
-        *_splitter_lines(s.get("splitter"), s.get("diversified_repairs", 0)),
+        *_splitter_lines(s.splitter, s.diversified_repairs),
         "",
         _reference_table(s).to_string(index=False),
         "",
@@ -144,7 +146,7 @@ def summary_text(summary: dict[str, Any], out: Path, files: list[str]) -> str:
     return "\n".join(head)
 
 
-def _splitter_lines(stats: dict[str, Any] | None, diversified: int = 0) -> list[str]:
+def _splitter_lines(stats: Mapping[str, Any] | None, diversified: int = 0) -> list[str]:
     if not stats:
         return []
     return [f"  repair              rectify rate {stats['rectify_rate']:.1%} of "
@@ -155,12 +157,12 @@ def _splitter_lines(stats: dict[str, Any] | None, diversified: int = 0) -> list[
             f"{stats['fd_queries']:,} F_D queries"]
 
 
-def _reference_table(s: dict[str, Any]) -> pd.DataFrame:
-    best = s["best"]
-    rows = [("search: " + s["search"], best["dram_bytes"], best["dram_bytes_fuseable"],
+def _reference_table(s: SearchSummary) -> pd.DataFrame:
+    best = s.best
+    rows = [("search: " + s.search, best["dram_bytes"], best["dram_bytes_fuseable"],
              best["mbu_bytes"])]
-    rows += [(name, b["dram_bytes"], b["dram_bytes_fuseable"], b["mbu_bytes"])
-             for name, b in s["baselines"].items()]
+    rows += [(name, b.dram_bytes, b.dram_bytes_fuseable, b.mbu_bytes)
+             for name, b in (s.baselines or {}).items()]
     return pd.DataFrame({
         "plan": [r[0] for r in rows],
         "DRAM (B)": [_b(r[1]) for r in rows],

@@ -1,8 +1,10 @@
 """`fusion-dse explain`: why a fusion group does not fit, and where the splitter cuts it.
 
-The explainer ranks the group's edges; Algorithm 1 turns them into a split. The result lists the
-explained edges, the pieces with their F_beta and F_D, and draws the group (the paper's Fig. 4):
-explained edges highlighted, the cut edges dashed, pieces coloured.
+The explainer ranks the group's edges once; Algorithm 1 (`explain.tree_split.GetSplitter`)
+turns that explanation into a split. The result lists exactly the explained edges the split was
+cut by, which split was kept (Algorithm 1's, the cheaper baseline random split, or the random
+fallback), the pieces with their F_beta and F_D and the cut edges, and draws the group (the
+paper's Fig. 4): explained edges highlighted, the cut edges dashed, pieces coloured.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from explain.tree_split import Explainer, GetSplitter, SplitChoice
 from fusion_dse.api import resolve_hw
 from simulator.cost import CostCache, GroupCost
 from simulator.errors import InputError
@@ -21,12 +24,19 @@ from simulator.hw import HardwareConfig
 from simulator.workload.graph import ComputeGraph
 from simulator.workload.loader import load
 
-__all__ = ["GroupExplanation", "explain_group", "parse_group"]
+__all__ = ["GroupExplanation", "explain_group", "explanation_text", "parse_group", "write_plot"]
 
 
 @dataclass(frozen=True)
 class GroupExplanation:
-    """An explained group and the split Algorithm 1 made of it."""
+    """An explained group and the split kept for it.
+
+    Attributes:
+        edges: The explanation Algorithm 1 cut the group by (empty when the group fits).
+        choice: Which split `pieces` is (`explain.tree_split.SplitChoice`).
+        algorithm_1_dram: F_D of Algorithm 1's split summed over its pieces; None when the
+            group fits or Algorithm 1 found no split into fitting groups.
+    """
 
     graph: ComputeGraph
     hw: HardwareConfig
@@ -37,7 +47,13 @@ class GroupExplanation:
     edges: tuple[tuple[int, int], ...]
     pieces: tuple[tuple[int, ...], ...]
     piece_costs: tuple[GroupCost, ...]
-    rectified: bool
+    choice: SplitChoice
+    algorithm_1_dram: int | None
+
+    @property
+    def rectified(self) -> bool:
+        """True if the pieces fit without the random fallback."""
+        return self.choice is not SplitChoice.FALLBACK
 
     @property
     def cut(self) -> list[tuple[int, int]]:
@@ -54,7 +70,8 @@ class GroupExplanation:
             "buffer_bytes": self.hw.buffer_bytes, "group": [name[o] for o in self.group],
             "fits": self.cost.fits, "buffer_needed": self.cost.buffer_bytes,
             "explained_edges": [[name[i], name[j]] for i, j in self.edges],
-            "rectified": self.rectified,
+            "rectified": self.rectified, "split": self.choice.value,
+            "algorithm_1_dram_bytes": self.algorithm_1_dram,
             "pieces": [{"ops": [name[o] for o in p], "buffer_bytes": c.buffer_bytes,
                         "dram_bytes": c.dram_bytes, "fits": c.fits}
                        for p, c in zip(self.pieces, self.piece_costs, strict=True)],
@@ -89,48 +106,78 @@ def parse_group(graph: ComputeGraph, spec: str) -> tuple[int, ...]:
 
 
 def explain_group(model: str | ComputeGraph, group: str, hw: str | HardwareConfig = "edge-npu",
-                  scheme: str = "lbdf", explainer: str = "gnne",
+                  scheme: str = "lbdf", explainer: str | Explainer = "gnne",
                   overrides: Mapping[str, Any] | None = None, seed: int = 0,
                   top: int = 8) -> GroupExplanation:
-    """Explain why `group` of `model` does not fit and split it (Algorithm 1)."""
-    from explain.tree_split import GetSplitter
-    from fusion_dse.optimization import make_explainer
+    """Explain why `group` of `model` does not fit and split it (Algorithm 1, with the baseline
+    guard of `explain.tree_split.GetSplitter`); the group is explained once.
+
+    Args:
+        model: Zoo name, ``.onnx`` path, ``module:callable`` or a graph.
+        group: Op names or ids (see `parse_group`).
+        hw: Preset name, YAML path or configuration.
+        scheme: Dataflow.
+        explainer: A name of `search.registry.EXPLAINERS` or an explainer.
+        overrides: Hardware overrides.
+        seed: Seed of the explainer and of the baseline random split.
+        top: Explained edges Algorithm 1 considers.
+
+    Raises:
+        InputError: Bad group, hardware or explainer, or an explainer without trained
+            parameters for `scheme`.
+    """
+    from search.registry import EXPLAINERS
 
     graph = model if isinstance(model, ComputeGraph) else load(model)
     config = resolve_hw(hw, overrides)
     ops = parse_group(graph, group)
     cache = CostCache(graph, config, scheme)
-    expl = make_explainer(explainer)
+    expl = EXPLAINERS.create(explainer) if isinstance(explainer, str) else explainer
     if not expl.supports(scheme):
-        raise InputError(f"explainer {explainer!r} has no trained model for scheme {scheme!r}")
-    rng = np.random.default_rng(seed)
-    cost = cache.group(ops)
-    edges = tuple(expl.explain(graph, ops, cache, rng)[:top]) if len(ops) > 1 else ()
-    if cost.fits:
-        pieces, rectified = (ops,), True
-    else:
-        splitter = GetSplitter(expl, max_edges=top)
-        pieces = tuple(tuple(p) for p in splitter.split(graph, ops, cache, rng))
-        rectified = splitter.stats.fallbacks == 0
-    return GroupExplanation(graph, config, scheme, explainer, ops, cost, edges, pieces,
-                            tuple(cache.group(p) for p in pieces), rectified)
+        raise InputError(f"explainer {expl.name!r} has no trained model for scheme {scheme!r}")
+    outcome = GetSplitter(expl, max_edges=top).split_outcome(graph, ops, cache,
+                                                             np.random.default_rng(seed))
+    dram = (None if outcome.algorithm_1 is None
+            else sum(cache.group(p).dram_bytes for p in outcome.algorithm_1))
+    return GroupExplanation(graph, config, scheme, expl.name, ops, cache.group(ops),
+                            outcome.explained, outcome.pieces,
+                            tuple(cache.group(p) for p in outcome.pieces), outcome.choice, dram)
+
+
+def _split_line(e: GroupExplanation) -> str:
+    if e.choice is SplitChoice.BASELINE:
+        kept = sum(c.dram_bytes for c in e.piece_costs)
+        return (f"split kept: the baseline random split (F_D {kept:,} B, less than Algorithm "
+                f"1's {e.algorithm_1_dram:,} B):")
+    if e.choice is SplitChoice.FALLBACK:
+        return "split kept: the random fallback (Algorithm 1 found no split into fitting groups):"
+    return "split kept: Algorithm 1 (cut by the explained edges):"
 
 
 def explanation_text(e: GroupExplanation) -> str:
     """What `fusion-dse explain` prints."""
     name = [op.name for op in e.graph]
+    head = (f"{e.graph.name}: group of {len(e.group)} ops on {e.hw.name} (buffer "
+            f"{e.hw.buffer_bytes:,} B), {e.scheme}: needs {e.cost.buffer_bytes:,} B -> "
+            + ("fits" if e.cost.fits else f"does not fit ({e.cost.reason})"))
+    if e.choice is SplitChoice.FITS:
+        return head + "\nnothing to explain or split"
     lines = [
-        f"{e.graph.name}: group of {len(e.group)} ops on {e.hw.name} (buffer "
-        f"{e.hw.buffer_bytes:,} B), {e.scheme}: needs {e.cost.buffer_bytes:,} B -> "
-        + ("fits" if e.cost.fits else f"does not fit ({e.cost.reason})"),
-        f"explained edges ({e.explainer}, most responsible first):",
+        head,
+        f"explained edges ({e.explainer}, most responsible first; Algorithm 1 cuts the group "
+        "at these):",
         *[f"  {k + 1}. {name[i]} -> {name[j]}" for k, (i, j) in enumerate(e.edges)],
-        "split (Algorithm 1)" + ("" if e.rectified else ", by the random fallback") + ":",
+        _split_line(e),
         *[f"  {name[p[0]]} .. {name[p[-1]]} ({len(p)} ops): F_beta {c.buffer_bytes:,} B, "
           f"F_D {c.dram_bytes:,} B" for p, c in zip(e.pieces, e.piece_costs, strict=True)],
-        "cut edges: " + (", ".join(f"{name[i]} -> {name[j]}" for i, j in e.cut) or "none"),
+        "cut edges: " + (", ".join(f"{name[i]} -> {name[j]}{_rank_mark(e, (i, j))}"
+                                   for i, j in e.cut) or "none"),
     ]
     return "\n".join(lines)
+
+
+def _rank_mark(e: GroupExplanation, edge: tuple[int, int]) -> str:
+    return f" (explained {e.edges.index(edge) + 1})" if edge in e.edges else ""
 
 
 def write_plot(e: GroupExplanation, path: str | Path) -> None:

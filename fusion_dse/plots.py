@@ -1,4 +1,9 @@
-"""Figures an architect looks at (matplotlib, Agg backend: files only, no display needed)."""
+"""Figures an architect looks at (matplotlib, Agg backend: files only, no display needed).
+
+A search run's budget curve and Pareto front (`budget_figure`, `pareto_figure`, written by
+`fusion_dse.optimization.write_outputs`), the simulator's occupancy, bandwidth and Gantt plot
+(`plot_simulation`) and a group's explanation (`plot_explanation`).
+"""
 
 from __future__ import annotations
 
@@ -9,10 +14,16 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+from matplotlib.ticker import FuncFormatter  # noqa: E402
 
+from search.result import SearchResult  # noqa: E402
 from simulator.engine.report import SimReport  # noqa: E402
+from simulator.scheme import Scheme  # noqa: E402
 
-__all__ = ["plot_simulation"]
+__all__ = ["budget_figure", "pareto_figure", "plot_explanation", "plot_simulation"]
+
+_MB = 1e6
 
 
 def plot_simulation(report: SimReport, path: str | Path, title: str, buffer_bytes: int,
@@ -40,7 +51,7 @@ def _occupancy(ax, report: SimReport, ms: float, buffer_bytes: int) -> None:
     t = np.array([c for c, _ in report.occupancy], dtype=float) * ms
     level = np.array([v for _, v in report.occupancy], dtype=float) / 1024
     ax.step(t, level, where="post", linewidth=0.8, label="occupancy")
-    unlimited = [g for g in report.groups if g.mode == "lbl"]
+    unlimited = [g for g in report.groups if g.mode == Scheme.LBL]
     for k, g in enumerate(unlimited):  # valid by definition: their use is not limited
         ax.axvspan(g.start * ms, g.end * ms, color="0.9", zorder=0,
                    label="layer by layer (not limited)" if k == 0 else None)
@@ -138,3 +149,71 @@ def _dag_layout(g) -> dict[int, tuple[float, float]]:
         rows.setdefault(d, []).append(n)
     return {n: (float(d), k - (len(nodes) - 1) / 2) for d, nodes in rows.items()
             for k, n in enumerate(nodes)}
+
+
+_BASELINE_STYLE = {
+    "lbl": ("layer by layer", "tab:gray", ":"),
+    "greedy": ("DNNFusion greedy", "tab:orange", "--"),
+    "greedy_fit": ("greedy, no mapping rules", "tab:purple", "--"),
+    "segment_dp": ("segment DP (optimal segments)", "tab:green", "-."),
+    "lower_bound": ("compulsory lower bound", "black", ":"),
+}
+
+
+def budget_figure(result: SearchResult) -> Figure:
+    """Budget vs best DRAM over the fuseable ops (Mills et al. Fig. 5), baselines as lines."""
+    s = result.summary
+    fig = Figure(figsize=(7, 4.5), layout="constrained")
+    ax = fig.add_subplot()
+    h = result.history
+    values = []
+    if len(h):
+        best = h["best_dram_bytes_fuseable"].astype(float) / _MB
+        values += list(best)
+        ax.step(h["evaluation"], best, where="post", color="tab:blue", lw=2,
+                label=f"{s.search} best so far")
+    else:
+        ax.text(0.5, 0.5, f"no search ({s.status})", transform=ax.transAxes, ha="center")
+    for name, b in (s.baselines or {}).items():
+        text, color, style = _BASELINE_STYLE.get(name, (name, "tab:red", "--"))
+        mb = b.dram_bytes_fuseable / _MB
+        values.append(mb)
+        ax.axhline(mb, color=color, ls=style, lw=1.2, label=f"{text} ({mb:.3f} MB)")
+    if values and min(values) > 0:
+        ax.set_yscale("log")
+        plain = FuncFormatter(lambda v, _: f"{v:g}")
+        ax.yaxis.set_major_formatter(plain)
+        ax.yaxis.set_minor_formatter(plain)
+    ax.set_xlabel("partition plans evaluated (budget)")
+    ax.set_ylabel("best DRAM access, fuseable ops (MB)")
+    ax.set_title(f"{s.model}, {str(s.scheme).upper()}, {s.buffer_bytes / 1024:g} KiB "
+                 f"buffer, {s.search} + {s.repair} repair")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8, loc="upper right")
+    return fig
+
+
+def pareto_figure(result: SearchResult) -> Figure:
+    """DRAM against the second objective: every evaluated plan, and the Pareto front."""
+    s, front, h = result.summary, result.pareto, result.history
+    assert front is not None, "pareto_figure needs a multi-objective result"
+    column = front.columns[2]
+    scale, unit = (1024, "KiB") if column == "fused_mbu_bytes" else (1e6, "M cycles")
+    fig = Figure(figsize=(7, 4.5), layout="constrained")
+    ax = fig.add_subplot()
+    ax.scatter(h[column] / scale, h["dram_bytes"] / _MB, s=6, color="lightgray",
+               label="evaluated plans")
+    line = front.sort_values(column)
+    ax.step(line[column] / scale, line["dram_bytes"] / _MB, where="post", color="tab:blue",
+            marker="o", label=f"Pareto front ({len(front)} plans)")
+    if column == "fused_mbu_bytes":
+        ax.axvline(s.buffer_bytes / scale, color="black", ls=":", label="buffer size")
+        ax.set_xlabel("buffer the fused groups need (largest F_beta of a multi-op group, KiB)")
+    else:
+        ax.set_xlabel(f"cycles ({unit})")
+    ax.set_ylabel("DRAM access, whole network (MB)")
+    ax.set_title(f"{s.model}, {str(s.scheme).upper()}, {s.search}: DRAM vs "
+                 f"{'buffer' if column == 'fused_mbu_bytes' else 'cycles'}")
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=8)
+    return fig

@@ -108,11 +108,9 @@ def evaluation_text(result: Any) -> str:
 
 def group_table(result: Any) -> pd.DataFrame:
     """One row per group: ops, F_beta, F_D and whether it runs."""
-    unfusable = set(result.cost.unfusable)
     rows = []
     for k, g in enumerate(result.cost.groups):
         names = [result.graph[o].name for o in g.ops]
-        alone = len(g.ops) == 1 and g.ops[0] in unfusable
         rows.append({
             "group": k,
             "ops": names[0] if len(names) == 1 else f"{names[0]} .. {names[-1]} ({len(names)})",
@@ -120,7 +118,7 @@ def group_table(result: Any) -> pd.DataFrame:
             "F_D": g.dram_bytes,
             "cycles": g.timing.cycles,
             "bound": g.timing.bound,
-            "status": "unfusable (LBL)" if alone else ("ok" if g.fits else g.reason),
+            "status": "unfusable (LBL)" if g.runs_alone else ("ok" if g.fits else g.reason),
         })
     return pd.DataFrame(rows)
 

@@ -2,51 +2,41 @@
 
 `run_search(problem, algorithm, budget, rng)` finds the valid partition plan with the least DRAM
 traffic within a budget of proposed plans (Mills et al. 2023, §IV-B); `reference_baselines`
-gives the plans every result is compared with. Imports `simulator` only.
+gives the plans every result is compared with; `search.registry` names every search algorithm
+and repair. Imports `simulator` only.
+
+The names below load on first use, so that importing a light module of the package (the
+registry, for the command-line parser) does not import pymoo.
 """
 
-from search.algorithms import (
-    ALGORITHMS,
-    LocalSearch,
-    NSGA2Search,
-    RandomSearch,
-    SearchAlgorithm,
-    make_algorithm,
-)
-from search.baselines import Baseline, greedy_fusion, reference_baselines, segment_dp
-from search.budget import AnyOf, PlanBudget, Stagnation, Termination
-from search.driver import run_search
-from search.encoding import EdgeEncoding, make_acyclic
-from search.problem import OBJECTIVES, PlanScore, SearchContext, SearchProblem
-from search.repair import Repairer
-from search.result import SearchResult
-from search.splitter import RandomSplitter, Splitter, get_splitter
+from __future__ import annotations
 
-__all__ = [
-    "ALGORITHMS",
-    "OBJECTIVES",
-    "AnyOf",
-    "Baseline",
-    "EdgeEncoding",
-    "LocalSearch",
-    "NSGA2Search",
-    "PlanBudget",
-    "PlanScore",
-    "RandomSearch",
-    "RandomSplitter",
-    "Repairer",
-    "SearchAlgorithm",
-    "SearchContext",
-    "SearchProblem",
-    "SearchResult",
-    "Splitter",
-    "Stagnation",
-    "Termination",
-    "get_splitter",
-    "greedy_fusion",
-    "make_acyclic",
-    "make_algorithm",
-    "reference_baselines",
-    "run_search",
-    "segment_dp",
-]
+import importlib
+from typing import Any
+
+_EXPORTS = {
+    "search.algorithms": ("LocalSearch", "NSGA2Search", "RandomSearch", "SearchAlgorithm",
+                          "make_algorithm"),
+    "search.baselines": ("Baseline", "greedy_fusion", "reference_baselines", "segment_dp"),
+    "search.budget": ("AnyOf", "PlanBudget", "Stagnation", "Termination"),
+    "search.driver": ("run_search",),
+    "search.encoding": ("EdgeEncoding",),
+    "search.problem": ("OBJECTIVES", "PlanScore", "SearchContext", "SearchProblem"),
+    "search.registry": ("REPAIRS", "SEARCHES"),
+    "search.repair": ("Repairer",),
+    "search.result": ("SearchResult", "SearchSummary"),
+    "search.splitter": ("RandomSplitter", "Splitter"),
+}
+_HOME = {name: module for module, names in _EXPORTS.items() for name in names}
+
+__all__ = sorted(_HOME)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _HOME:
+        return getattr(importlib.import_module(_HOME[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_HOME))

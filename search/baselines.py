@@ -17,9 +17,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from search.encoding import Group, is_dag, plan_of
-from simulator.cost import CostCache, GroupCost, evaluate_plan
-from simulator.plan import PartitionPlan, layer_by_layer, segment_plan
+from simulator.cost import CostCache, evaluate_plan
+from simulator.partition import Group, is_acyclic
+from simulator.plan import PartitionPlan, layer_by_layer, plan_of, segment_plan
+from simulator.scheme import Scheme
 from simulator.workload.graph import ComputeGraph, MappingType
 
 if TYPE_CHECKING:
@@ -50,10 +51,6 @@ class SegmentDP:
     dram_bytes: int
     longest_segment: int
     capped: bool
-
-
-def _runs(cost: GroupCost, ops: Group, unfusable: frozenset[int]) -> bool:
-    return (len(ops) == 1 and ops[0] in unfusable) or cost.fits
 
 
 def segment_dp(graph: ComputeGraph, cache: CostCache, max_len: int | None = 64) -> SegmentDP:
@@ -112,8 +109,8 @@ def _segment_costs(graph: ComputeGraph, cache: CostCache, unfusable: frozenset[i
         if len(ops) > 1 and any(o in unfusable for o in ops):
             yield j, None
             return
-        cost = cache.lbl(j) if len(ops) == 1 and j in unfusable else cache.group(ops)
-        if not _runs(cost, ops, unfusable):
+        cost = cache.run(ops)
+        if not cost.fits:
             yield j, None
             return
         total += cost.dram_bytes - sum(comps.pop(c)[1] for c in ids)
@@ -182,9 +179,7 @@ class _Growth:
         self.done = [False] * len(self.graph)
 
     def acyclic(self) -> bool:
-        edges = {(self.label[i], self.label[j]) for i, j in self.graph.edges()
-                 if self.label[i] != self.label[j]}
-        return is_dag(len(self.graph), edges)
+        return is_acyclic(self.graph, self.label)
 
     def grow(self, seed: int) -> list[int]:
         block, kind = [seed], self.graph[seed].mapping
@@ -296,7 +291,7 @@ class Baseline:
 
 
 def _of_plan(name: str, graph: ComputeGraph, plan: PartitionPlan, hw: HardwareConfig,
-             scheme: str, cache: CostCache, **info: Any) -> Baseline:
+             scheme: str | Scheme, cache: CostCache, **info: Any) -> Baseline:
     cost = evaluate_plan(graph, plan, hw, scheme, cache)
     if not cost.valid:
         raise RuntimeError(f"baseline {name} is invalid: {cost.violations[0]}")
@@ -304,7 +299,7 @@ def _of_plan(name: str, graph: ComputeGraph, plan: PartitionPlan, hw: HardwareCo
                     cost.cycles, cost.energy_pj, len(plan), info)
 
 
-def reference_baselines(graph: ComputeGraph, hw: HardwareConfig, scheme: str,
+def reference_baselines(graph: ComputeGraph, hw: HardwareConfig, scheme: str | Scheme,
                         cache: CostCache | None = None) -> dict[str, Baseline]:
     """The reference baselines of a (network, hardware, dataflow), by name (module docs)."""
     cache = cache or CostCache(graph, hw, scheme)

@@ -12,7 +12,6 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -21,14 +20,19 @@ from search.algorithms.base import SearchAlgorithm
 from search.budget import SearchState, Termination, as_termination
 from search.pareto import ParetoArchive
 from search.problem import PlanScore, SearchContext, SearchProblem
-from search.result import HISTORY_COLUMNS, OBJECTIVE_COLUMNS, SearchResult, empty_history
-from simulator.cost import CostCache, PlanCost, evaluate_plan
+from search.result import (
+    HISTORY_COLUMNS,
+    OBJECTIVE_COLUMNS,
+    CacheRate,
+    SearchResult,
+    SearchSummary,
+    empty_history,
+)
+from simulator.cost import CostCache, Failure, PlanCost, evaluate_plan
 from simulator.cost.brr import incompatibility
 from simulator.plan import PartitionPlan, layer_by_layer
 
-__all__ = ["ProgressFn", "SUMMARY_FORMAT", "run_search", "search_space"]
-
-SUMMARY_FORMAT = "fusion-dse.search"
+__all__ = ["ProgressFn", "run_search", "search_space"]
 
 ProgressFn = Callable[[int, "int | None"], None]
 """Called after every batch with (plans evaluated, best DRAM bytes so far or None)."""
@@ -45,7 +49,7 @@ def search_space(context: SearchContext) -> dict[str, int]:
     for i, j in context.encoding.edges:
         cost = context.cache.group((i, j))
         fits += cost.fits
-        incompatible += (not cost.fits) and cost.reason.startswith("BRR-incompatible")
+        incompatible += cost.failure is Failure.BRR_INCOMPATIBLE
     n_vars = context.encoding.n_vars
     return {
         "ops": len(context.graph),
@@ -59,7 +63,7 @@ def search_space(context: SearchContext) -> dict[str, int]:
 
 def _notes(problem: SearchProblem) -> list[str]:
     """Facts about the problem a user should know (BRR on squeeze-and-excitation)."""
-    if problem.scheme != "brr":
+    if not problem.scheme.tiled:
         return []
     reason = incompatibility(problem.graph, range(len(problem.graph)))
     if not reason:
@@ -158,7 +162,7 @@ def run_search(problem: SearchProblem, algorithm: SearchAlgorithm, budget: int |
         cache: Group-cost cache to use (a fresh one by default).
 
     Returns:
-        The result; when the network has nothing to fuse (see ``summary["status"]``) the
+        The result; when the network has nothing to fuse (see ``summary.status``) the
         layer-by-layer plan, with no plan evaluated.
 
     Raises:
@@ -177,9 +181,8 @@ def run_search(problem: SearchProblem, algorithm: SearchAlgorithm, budget: int |
     if not cost.valid:
         raise RuntimeError(f"search returned an invalid plan: {cost.violations[0]}")
     pareto, front = recorder.pareto()
-    summary = _summary(problem, algorithm, termination, context, recorder, cost, space)
-    summary.update(status=status, message=message, notes=_notes(problem),
-                   seconds=round(time.perf_counter() - started, 3))
+    summary = _summary(problem, algorithm, termination, context, recorder, cost, space,
+                       (status, message, tuple(_notes(problem))), started)
     return SearchResult(problem.graph, problem.hw, plan, cost, recorder.history(), summary,
                         pareto, front)
 
@@ -202,34 +205,22 @@ def _loop(context: SearchContext, algorithm: SearchAlgorithm, termination: Termi
             progress(recorder.evaluated, best.dram_bytes if best else None)
 
 
-def _rate(hits: int, misses: int) -> dict[str, Any]:
-    total = hits + misses
-    return {"hits": hits, "misses": misses, "hit_rate": round(hits / total, 6) if total else 0.0}
-
-
 def _summary(problem: SearchProblem, algorithm: SearchAlgorithm, termination: Termination,
              context: SearchContext, recorder: _Recorder, cost: PlanCost,
-             space: dict[str, int]) -> dict[str, Any]:
+             space: dict[str, int], outcome: tuple[str, str, tuple[str, ...]],
+             started: float) -> SearchSummary:
+    """The run's figures; `outcome` is (status, message, notes), `started` the start time."""
     repairer = context.repairer
-    return {
-        "format": SUMMARY_FORMAT,
-        "version": 1,
-        "model": problem.graph.name,
-        "hw": problem.hw.name,
-        "buffer_bytes": problem.hw.buffer_bytes,
-        "scheme": problem.scheme,
-        "search": algorithm.name,
-        "repair": problem.splitter.name,
-        "objectives": list(problem.objectives),
-        "budget": termination.remaining(SearchState(0, 0)),
-        "budget_used": recorder.evaluated,
-        "distinct_plans": context.plan_misses,
-        "diversified_repairs": repairer.diversified,
-        "best": {**cost.totals(), "found_at": recorder.best_at},
-        "search_space": space,
-        "caches": {
-            "group": _rate(context.cache.hits, context.cache.misses),
-            "splitter": _rate(repairer.hits, repairer.misses),
-            "plan": _rate(context.plan_hits, context.plan_misses),
-        },
-    }
+    status, message, notes = outcome
+    return SearchSummary(
+        model=problem.graph.name, hw=problem.hw.name, buffer_bytes=problem.hw.buffer_bytes,
+        scheme=problem.scheme, search=algorithm.name, repair=problem.splitter.name,
+        objectives=tuple(problem.objectives),
+        budget=termination.remaining(SearchState(0, 0)), budget_used=recorder.evaluated,
+        distinct_plans=context.plan_misses, diversified_repairs=repairer.diversified,
+        best=cost.totals(), found_at=recorder.best_at, search_space=space,
+        caches={"group": CacheRate(context.cache.hits, context.cache.misses),
+                "splitter": CacheRate(repairer.hits, repairer.misses),
+                "plan": CacheRate(context.plan_hits, context.plan_misses)},
+        status=status, message=message, notes=notes,
+        seconds=round(time.perf_counter() - started, 3))

@@ -19,8 +19,8 @@ from collections.abc import Callable, Set
 
 import numpy as np
 
-from search.encoding import Group, components
 from search.repair import Repairer
+from simulator.partition import Group, components
 from simulator.plan import PartitionPlan
 from simulator.workload.graph import ComputeGraph
 

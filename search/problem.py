@@ -3,9 +3,9 @@
 `SearchProblem` is the frozen description of one optimisation (network, hardware, dataflow,
 objectives, splitter). `SearchContext` is what one run shares between the driver and the
 algorithm: the run's generator, the group-cost cache, the encoding, the repairer and the plan
-memo. `PlanScore` is the fast summary of a plan the algorithms are told; it sums the cached
-group costs exactly as `simulator.cost.evaluate_plan` does (the driver re-costs the best plan
-with it).
+memo. `PlanScore` is the fast summary of a plan the algorithms are told: the totals of its
+cached group costs (`simulator.cost.plan_totals`, which `simulator.cost.evaluate_plan` reads
+too; the driver re-costs the best plan with the latter).
 """
 
 from __future__ import annotations
@@ -17,12 +17,14 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from search.encoding import EdgeEncoding, structure_problem
+from search.encoding import EdgeEncoding
 from search.repair import Repairer
 from search.splitter import RandomSplitter, Splitter
-from simulator.cost import CostCache, get_scheme
+from simulator.cost import CostCache, plan_totals
 from simulator.errors import InputError
+from simulator.partition import violations
 from simulator.plan import PartitionPlan
+from simulator.scheme import FUSED_SCHEMES, Scheme
 from simulator.workload.graph import ComputeGraph
 
 if TYPE_CHECKING:
@@ -63,27 +65,28 @@ class SearchProblem:
     Attributes:
         graph: The network.
         hw: The hardware configuration (its buffer size is the constraint).
-        scheme: Fusion dataflow, ``lbdf`` or ``brr``.
+        scheme: Fusion dataflow, a searchable `Scheme` (LBDF or BRR) or its name.
         objectives: Objective names (`OBJECTIVES`), ``dram`` first.
         splitter: Repair of groups that do not fit.
     """
 
     graph: ComputeGraph
     hw: HardwareConfig
-    scheme: str = "lbdf"
+    scheme: Scheme = Scheme.LBDF
     objectives: tuple[str, ...] = ("dram",)
     splitter: Splitter = field(default_factory=RandomSplitter)
 
     def __post_init__(self) -> None:
-        scheme = str(self.scheme).lower()
-        get_scheme(scheme)
-        if scheme == "lbl":
-            raise InputError("scheme 'lbl' runs every op alone: there is nothing to search; "
-                             "choose 'lbdf' or 'brr'")
+        scheme = Scheme.parse(self.scheme)
+        if not scheme.searchable:
+            choices = " or ".join(f"'{s}'" for s in FUSED_SCHEMES)
+            raise InputError(f"scheme '{scheme}' runs every op alone: there is nothing to "
+                             f"search; choose {choices}")
         object.__setattr__(self, "scheme", scheme)
         object.__setattr__(self, "objectives", parse_objectives(self.objectives))
         if not self.splitter.supports(scheme):
-            raise InputError(f"repair {self.splitter.name!r} does not support scheme {scheme!r}")
+            raise InputError(f"repair {self.splitter.name!r} does not support scheme "
+                             f"'{scheme}'")
 
 
 @dataclass(frozen=True, slots=True)
@@ -185,19 +188,7 @@ class SearchContext:
 
     def _score(self, plan: PartitionPlan) -> PlanScore:
         groups = [g.ops for g in plan.groups]
-        valid = not structure_problem(self.graph, groups)
-        dram = dram_fused = mbu = fused_mbu = cycles = 0
-        energy = 0.0
-        for ops in groups:
-            alone = len(ops) == 1 and ops[0] in self.unfusable
-            cost = self.cache.lbl(ops[0]) if alone else self.cache.group(ops)
-            valid = valid and (alone or cost.fits)
-            dram += cost.dram_bytes
-            cycles += cost.timing.cycles
-            energy += cost.timing.energy_pj
-            if not alone:
-                dram_fused += cost.dram_bytes
-                mbu = max(mbu, cost.buffer_bytes)
-            if len(ops) > 1:
-                fused_mbu = max(fused_mbu, cost.buffer_bytes)
-        return PlanScore(dram, dram_fused, mbu, fused_mbu, cycles, energy, len(groups), valid)
+        structured = not violations(self.graph, groups, first_only=True)
+        t = plan_totals(self.cache.run(ops) for ops in groups)
+        return PlanScore(t.dram_bytes, t.dram_bytes_fuseable, t.mbu, t.fused_mbu, t.cycles,
+                         t.energy_pj, len(groups), structured and t.runs)

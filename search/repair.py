@@ -24,11 +24,10 @@ from collections.abc import Callable, Iterable, Sequence
 
 import numpy as np
 
-from search.encoding import Group, components, is_acyclic, make_acyclic, plan_of
 from search.splitter import Splitter
 from simulator.cost import CostCache
-from simulator.errors import InputError
-from simulator.plan import PartitionPlan
+from simulator.partition import Group, components, is_acyclic, make_acyclic
+from simulator.plan import PartitionPlan, plan_of
 from simulator.workload.graph import ComputeGraph
 
 __all__ = ["Repairer", "SplitterError"]
@@ -62,14 +61,10 @@ class Repairer:
             key: Non-negative integer drawn once from the run's generator; with a group's ops
                 it seeds the generator of that group's split.
 
-        Raises:
-            InputError: the splitter does not support the cache's dataflow.
+        The splitter's `supports` is asked once, where it joins a problem
+        (`search.problem.SearchProblem`), not again here.
         """
-        if not splitter.supports(cache.scheme):
-            raise InputError(f"repair {splitter.name!r} does not support scheme "
-                             f"{cache.scheme!r}")
         self.graph, self.cache, self.splitter, self.key = graph, cache, splitter, int(key)
-        self._unfusable = frozenset(cache.unfusable)
         self._memo: dict[Group, tuple[Group, ...]] = {}
         self._baseline_memo: dict[Group, tuple[Group, ...]] = {}
         self.baseline: Splitter | None = getattr(splitter, "baseline", None)
@@ -84,10 +79,9 @@ class Repairer:
         return self.hits / total if total else 0.0
 
     def runs(self, group: Group) -> bool:
-        """True if the group can execute: it fits, or it is an unfusable op alone (LBL)."""
-        if len(group) == 1 and group[0] in self._unfusable:
-            return True
-        return self.cache.group(group).fits
+        """True if the group can execute (`CostCache.run`): it fits, or it is an unfusable op
+        alone (LBL)."""
+        return self.cache.run(group).fits
 
     def split(self, group: Group, baseline: bool = False) -> tuple[Group, ...]:
         """The splitter's (memoised, checked) pieces of a group that does not fit; with

@@ -1,5 +1,8 @@
 """The result of a search: best plan, its cost, the history of evaluations and a summary.
 
+`SearchSummary` is the run's figures, typed and frozen; `SearchSummary.to_dict` is the
+summary.json document (keys in docs/search.md), made only at the edge.
+
 History columns (one row per proposed-and-evaluated plan, in order; stable names):
 
 ==============================  ==========================================================
@@ -18,6 +21,7 @@ History columns (one row per proposed-and-evaluated plan, in order; stable names
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -28,9 +32,14 @@ from simulator.plan import PartitionPlan
 from simulator.workload.graph import ComputeGraph
 
 if TYPE_CHECKING:
+    from search.baselines import Baseline
     from simulator.hw import HardwareConfig
 
-__all__ = ["HISTORY_COLUMNS", "OBJECTIVE_COLUMNS", "SearchResult", "empty_history"]
+__all__ = ["HISTORY_COLUMNS", "OBJECTIVE_COLUMNS", "SUMMARY_FORMAT", "CacheRate", "SearchResult",
+           "SearchSummary", "empty_history"]
+
+SUMMARY_FORMAT = "fusion-dse.search"
+"""The ``format`` of summary.json."""
 
 HISTORY_COLUMNS = ("evaluation", "dram_bytes", "dram_bytes_fuseable", "mbu_bytes",
                    "fused_mbu_bytes", "cycles", "groups", "valid", "best_dram_bytes",
@@ -47,6 +56,102 @@ def empty_history() -> pd.DataFrame:
 
 
 @dataclass(frozen=True)
+class CacheRate:
+    """Lookups of one memo: answered from it (`hits`) or added to it (`misses`)."""
+
+    hits: int
+    misses: int
+
+    @property
+    def hit_rate(self) -> float:
+        """Share of lookups answered from the memo (rounded to 6 places; 0 without lookups)."""
+        total = self.hits + self.misses
+        return round(self.hits / total, 6) if total else 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        """``hits``, ``misses``, ``hit_rate``."""
+        return {"hits": self.hits, "misses": self.misses, "hit_rate": self.hit_rate}
+
+
+@dataclass(frozen=True)
+class SearchSummary:
+    """The figures of one run (the mappings are not to be modified).
+
+    The search fills the fields up to `seconds`; the application's pipeline adds the rest
+    (`fusion_dse.pipeline`), and those of them still None are left out of `to_dict`.
+
+    Attributes:
+        model, hw, buffer_bytes, scheme: What was searched.
+        search, repair: Names of the algorithm and of the splitter.
+        objectives: Objective names, ``dram`` first.
+        budget: Plans the budget allows (None for a termination without a count).
+        budget_used: Plans proposed and evaluated.
+        distinct_plans: Of those, plans evaluated for the first time.
+        diversified_repairs: Proposals repaired with the splitter's baseline because its own
+            repair gave a known plan.
+        best: ``PlanCost.totals()`` of the best plan.
+        found_at: 1-based evaluation at which it was found (0: none evaluated).
+        search_space: `search.driver.search_space` of the problem.
+        caches: `CacheRate` of the ``group``, ``splitter`` and ``plan`` memos.
+        status, message: ``ok`` and ``""``, or why there was nothing to search.
+        notes: Facts about the problem a user should know.
+        seconds: Wall-clock time of the search.
+        seed: Seed of the run's generator.
+        hardware: All hardware fields (`HardwareConfig.to_dict`).
+        baselines: Reference baselines by name (`search.baselines.reference_baselines`).
+        baseline_seconds: Wall-clock time of the baselines.
+        splitter: The splitter's own figures (`Splitter.report`), if it has any.
+    """
+
+    model: str
+    hw: str
+    buffer_bytes: int
+    scheme: str
+    search: str
+    repair: str
+    objectives: tuple[str, ...]
+    budget: int | None
+    budget_used: int
+    distinct_plans: int
+    diversified_repairs: int
+    best: Mapping[str, Any]
+    found_at: int
+    search_space: Mapping[str, int]
+    caches: Mapping[str, CacheRate]
+    status: str
+    message: str
+    notes: tuple[str, ...]
+    seconds: float
+    seed: int | None = None
+    hardware: Mapping[str, Any] | None = None
+    baselines: Mapping[str, Baseline] | None = None
+    baseline_seconds: float | None = None
+    splitter: Mapping[str, Any] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The summary.json document: stable keys, in a stable order (docs/search.md)."""
+        doc: dict[str, Any] = {
+            "format": SUMMARY_FORMAT, "version": 1, "model": self.model, "hw": self.hw,
+            "buffer_bytes": self.buffer_bytes, "scheme": str(self.scheme),
+            "search": self.search, "repair": self.repair, "objectives": list(self.objectives),
+            "budget": self.budget, "budget_used": self.budget_used,
+            "distinct_plans": self.distinct_plans,
+            "diversified_repairs": self.diversified_repairs,
+            "best": {**self.best, "found_at": self.found_at},
+            "search_space": dict(self.search_space),
+            "caches": {name: rate.to_dict() for name, rate in self.caches.items()},
+            "status": self.status, "message": self.message, "notes": list(self.notes),
+            "seconds": self.seconds,
+        }
+        extra = {"seed": self.seed, "hardware": self.hardware,
+                 "baselines": None if self.baselines is None else
+                 {name: b.to_dict() for name, b in self.baselines.items()},
+                 "baseline_seconds": self.baseline_seconds, "splitter": self.splitter}
+        doc.update((k, v) for k, v in extra.items() if v is not None)
+        return doc
+
+
+@dataclass(frozen=True)
 class SearchResult:
     """What a search found (the DataFrames are not to be modified).
 
@@ -56,7 +161,7 @@ class SearchResult:
         plan: The valid plan with the least DRAM traffic found.
         cost: Its full cost (`simulator.cost.evaluate_plan`).
         history: One row per evaluated plan (`HISTORY_COLUMNS`).
-        summary: JSON-ready figures (see docs/search.md for the keys).
+        summary: The run's figures (`SearchSummary.to_dict` gives summary.json).
         pareto: With several objectives, the non-dominated plans found: columns
             ``evaluation``, the objective columns (`OBJECTIVE_COLUMNS`), then
             ``dram_bytes_fuseable``, ``mbu_bytes`` and ``groups``, sorted by DRAM; None with
@@ -69,7 +174,7 @@ class SearchResult:
     plan: PartitionPlan
     cost: PlanCost
     history: pd.DataFrame
-    summary: dict[str, Any]
+    summary: SearchSummary
     pareto: pd.DataFrame | None = None
     front: tuple[PartitionPlan, ...] = field(default=())
 

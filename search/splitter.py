@@ -5,22 +5,23 @@ A splitter receives one weakly connected, convex group of fuseable ops that does
 returns smaller groups that cover it exactly, each weakly connected and fitting the buffer
 (`CostCache.group(g).fits`). `search.repair` checks that contract and keeps the graph of groups
 acyclic around whatever a splitter returns. The explanation-guided splitter (GET, Mills et al.
-§III) plugs into the same protocol.
+§III) plugs into the same protocol. Splitters are offered by name in `search.registry.REPAIRS`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from search.encoding import Group, components
 from simulator.cost import CostCache
-from simulator.errors import InputError
+from simulator.partition import Group, components
+from simulator.scheme import Scheme
 from simulator.workload.graph import ComputeGraph
 
-__all__ = ["SPLITTERS", "RandomSplitter", "Splitter", "get_splitter"]
+__all__ = ["RandomSplitter", "Splitter"]
 
 
 @runtime_checkable
@@ -33,7 +34,7 @@ class Splitter(Protocol):
 
     name: str
 
-    def supports(self, scheme: str) -> bool:
+    def supports(self, scheme: Scheme) -> bool:
         """True if the splitter can repair groups of dataflow `scheme`."""
         ...
 
@@ -47,6 +48,10 @@ class Splitter(Protocol):
             cache: Group costs of (graph, hardware, dataflow); `cache.group(g).fits`.
             rng: The only source of randomness the splitter may use.
         """
+        ...
+
+    def report(self) -> Mapping[str, Any] | None:
+        """The splitter's own figures for the run's summary (JSON-ready), or None."""
         ...
 
 
@@ -63,9 +68,13 @@ class RandomSplitter:
 
     name: str = "random"
 
-    def supports(self, scheme: str) -> bool:
+    def supports(self, scheme: Scheme) -> bool:
         """Every dataflow: the splitter only asks the cost model whether a group fits."""
         return True
+
+    def report(self) -> None:
+        """No figures of its own: its work shows in the repair cache counts."""
+        return None
 
     def split(self, graph: ComputeGraph, ops: Group, cache: CostCache,
               rng: np.random.Generator) -> list[Group]:
@@ -81,19 +90,3 @@ class RandomSplitter:
             pending.extend(reversed(components(graph, g[:k])))
         return sorted(done)
 
-
-SPLITTERS: dict[str, type] = {"random": RandomSplitter}
-"""Splitters of the search layer by name (the GET splitter lives in `explain`)."""
-
-
-def get_splitter(name: str) -> Splitter:
-    """A splitter of this package by name.
-
-    Raises:
-        InputError: unknown name.
-    """
-    try:
-        return SPLITTERS[name.lower()]()
-    except KeyError:
-        raise InputError(f"unknown repair {name!r}; choose one of "
-                         f"{', '.join(SPLITTERS)}") from None

@@ -25,24 +25,28 @@ the key and the offending value. Overrides (``load_hw(spec, {"buffer": "128KiB"}
 (``buffer_bytes=131072``), or ``energy.mac_pj`` for one energy figure; they are validated the
 same way and errors name the override.
 
-Presets are the YAML files in the repository's top-level ``hwconfigs/`` folder, found at
-``Path(__file__).resolve().parents[1] / "hwconfigs"``. They are not package data (the
-distribution ships only the Python packages), so they are available from a source checkout
-and from the editable install the project uses (``pip install -e .``); a non-editable install
-has no presets and `load_hw` then takes paths only.
+Presets are the YAML files of the repository's top-level ``hwconfigs/`` folder (the one users
+edit and copy from). That folder is also the data package ``hwconfigs``, installed with the
+distribution, so `load_hw` finds the presets through `importlib.resources` in a source
+checkout, an editable install and a wheel alike.
+
+The pydantic schema is the one validator: `load_hw` and `HardwareConfig.with_overrides` build
+every `HardwareConfig` through it; the dataclass itself only holds the validated values.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import difflib
+import importlib.resources
 import math
 import os
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from decimal import Decimal
-from pathlib import Path
+from importlib.resources.abc import Traversable
+from pathlib import Path, PurePath
 from typing import Annotated, Any
 
 import yaml
@@ -51,15 +55,18 @@ from pydantic import BaseModel, ConfigDict, PlainValidator, ValidationError
 from simulator.errors import InputError
 
 __all__ = [
-    "PRESET_DIR",
+    "DEFAULT_PRESET",
+    "PRESET_PACKAGE",
     "HardwareConfig",
     "HardwareConfigError",
     "list_presets",
     "load_hw",
     "parse_size",
+    "preset_dir",
 ]
 
-PRESET_DIR = Path(__file__).resolve().parents[1] / "hwconfigs"
+PRESET_PACKAGE = "hwconfigs"
+DEFAULT_PRESET = "edge-npu"
 
 _NUMBER_UNIT = re.compile(
     r"\s*(?P<num>[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?)\s*(?P<unit>[A-Za-z]*)\s*"
@@ -234,8 +241,8 @@ def parse_size(value: int | float | str) -> int:
 class HardwareConfig:
     """One accelerator's parameters: immutable and hashable (cost-model caches key on it).
 
-    Construct it with `load_hw` from YAML; direct (keyword-only) construction checks the same
-    ranges.
+    Build it with `load_hw` or `with_overrides`, which validate through the schema (the one
+    validator); the constructor stores its arguments as given.
 
     Attributes:
         name: Identifier shown in reports.
@@ -267,16 +274,6 @@ class HardwareConfig:
     description: str = ""
     source: str = ""
 
-    def __post_init__(self) -> None:
-        for field, check in _FIELD_CHECKS.items():
-            value = getattr(self, field)
-            try:
-                object.__setattr__(self, field, check(value))
-            except ValueError as err:
-                raise HardwareConfigError(
-                    f"HardwareConfig field {field!r} = {_show(value)}: {err}"
-                ) from err
-
     def with_overrides(self, **fields: Any) -> HardwareConfig:
         """A validated copy with some parameters replaced.
 
@@ -297,23 +294,6 @@ class HardwareConfig:
     def to_dict(self) -> dict[str, Any]:
         """The fields as a JSON-ready dict (sizes as ints, rates as floats)."""
         return dataclasses.asdict(self)
-
-
-_FIELD_CHECKS: dict[str, Callable[[Any], Any]] = {
-    "name": _name,
-    "buffer_bytes": _positive_int,
-    "dram_bandwidth": _positive,
-    "dram_latency": _non_negative_int,
-    "clock_hz": _clock_number,
-    "macs_per_cycle": _positive_int,
-    "buffer_bandwidth": _positive,
-    "energy_dram_pj_per_byte": _non_negative,
-    "energy_buffer_pj_per_byte": _non_negative,
-    "energy_mac_pj": _non_negative,
-    "dtype_bytes": _dtype_bytes,
-    "description": _text,
-    "source": _text,
-}
 
 
 # --- the YAML schema ------------------------------------------------------------------------
@@ -507,10 +487,27 @@ def _canonical(name: str) -> str:
     return re.sub(r"[-_.\s]", "", name.lower())
 
 
-def _preset_files() -> dict[str, Path]:
-    if not PRESET_DIR.is_dir():
-        return {}
-    return {p.stem: p for p in PRESET_DIR.iterdir() if p.suffix in (".yaml", ".yml")}
+def preset_dir() -> Traversable:
+    """The installed ``hwconfigs`` data package holding the presets (`importlib.resources`).
+
+    Raises:
+        HardwareConfigError: The package is not installed (a broken installation).
+    """
+    try:
+        return importlib.resources.files(PRESET_PACKAGE)
+    except ModuleNotFoundError as err:
+        raise HardwareConfigError(
+            f"no hardware presets: the {PRESET_PACKAGE!r} package of fusion-dse is not "
+            "installed; reinstall fusion-dse or give a path to a .yaml file"
+        ) from err
+
+
+def _preset_files() -> dict[str, Traversable]:
+    return {
+        PurePath(p.name).stem: p
+        for p in preset_dir().iterdir()
+        if p.is_file() and p.name.endswith((".yaml", ".yml"))
+    }
 
 
 def list_presets() -> list[str]:
@@ -518,18 +515,13 @@ def list_presets() -> list[str]:
     return sorted(_preset_files())
 
 
-def _preset_path(name: str) -> Path | None:
+def _preset_path(name: str) -> Traversable | None:
     wanted = _canonical(name)
     return next((p for stem, p in _preset_files().items() if _canonical(stem) == wanted), None)
 
 
 def _unknown_preset(name: str) -> HardwareConfigError:
     presets = list_presets()
-    if not presets:
-        return HardwareConfigError(
-            f"unknown hardware preset {name!r}: no presets found in {PRESET_DIR} (they ship with "
-            "the source checkout); give a path to a .yaml file"
-        )
     close = difflib.get_close_matches(name.lower(), presets, n=1, cutoff=0.5)
     hint = f" (did you mean {close[0]!r}?)" if close else ""
     return HardwareConfigError(
@@ -542,7 +534,7 @@ def _looks_like_path(spec: str) -> bool:
     return spec.lower().endswith((".yaml", ".yml")) or "/" in spec or os.sep in spec
 
 
-def _locate(spec: str | os.PathLike[str]) -> tuple[Path, str]:
+def _locate(spec: str | os.PathLike[str]) -> tuple[Traversable, str]:
     """The file `spec` names and how to name it in messages."""
     text = os.fspath(spec)
     if isinstance(spec, os.PathLike) or _looks_like_path(text):
@@ -553,7 +545,7 @@ def _locate(spec: str | os.PathLike[str]) -> tuple[Path, str]:
         return path, text
     preset = _preset_path(text)
     if preset is not None:
-        return preset, f"{PRESET_DIR.name}/{preset.name}"
+        return preset, f"{PRESET_PACKAGE}/{preset.name}"
     if Path(text).is_file():
         return Path(text), text
     raise _unknown_preset(text)
@@ -584,7 +576,7 @@ def _yaml_error(origin: str, err: yaml.YAMLError) -> HardwareConfigError:
     return HardwareConfigError(f"{origin}: {where}malformed YAML: {problem}")
 
 
-def _read_yaml(path: Path, origin: str) -> dict[str, Any]:
+def _read_yaml(path: Traversable, origin: str) -> dict[str, Any]:
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as err:
@@ -623,6 +615,6 @@ def load_hw(
     """
     path, origin = _locate(spec)
     doc = _read_yaml(path, origin)
-    doc.setdefault("name", path.stem)
+    doc.setdefault("name", PurePath(path.name).stem)
     merged, labels = _merge(doc, overrides or {}, origin)
     return _validate(merged, origin, labels)

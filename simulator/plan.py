@@ -1,9 +1,10 @@
-"""Partition plans: fusion groups covering a graph, their JSON form and structural validity.
+"""Partition plans: fusion groups covering a graph as a value, and their JSON form.
 
 A `PartitionPlan` is a tuple of disjoint `FusionGroup`s. It is structurally valid when every op
 is covered exactly once, each group is weakly connected and the graph of groups is acyclic (no
-path leaves a group and re-enters it). Whether each group fits the buffer depends on the
-dataflow; `simulator.cost.check_plan` adds that check.
+path leaves a group and re-enters it): `simulator.partition.violations` checks that. Whether
+each group fits the buffer depends on the dataflow; `simulator.cost.evaluate_plan` adds that
+check.
 """
 
 from __future__ import annotations
@@ -15,20 +16,19 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-import networkx as nx
-
 from simulator.errors import InputError
+from simulator.partition import Group, components
 from simulator.workload.graph import ComputeGraph
 
 __all__ = [
     "FusionGroup",
     "PartitionPlan",
     "PlanError",
-    "connected_components",
     "layer_by_layer",
     "load_plan",
+    "plan_from_doc",
+    "plan_of",
     "segment_plan",
-    "structural_violations",
 ]
 
 PLAN_FORMAT = "fusion-dse.plan"
@@ -42,7 +42,7 @@ class PlanError(InputError):
 class FusionGroup:
     """A set of op ids executed together; `ops` is sorted ascending."""
 
-    ops: tuple[int, ...]
+    ops: Group
 
     @classmethod
     def of(cls, ops: Iterable[int]) -> FusionGroup:
@@ -99,6 +99,13 @@ class PartitionPlan:
         return {"format": PLAN_FORMAT, "version": 1, "model": graph.name, "groups": groups}
 
 
+def plan_of(groups: Iterable[Sequence[int]]) -> PartitionPlan:
+    """A plan of groups that are already sorted, disjoint and non-empty (cheaper than
+    `PartitionPlan.of`)."""
+    ordered = sorted(tuple(g) for g in groups)
+    return PartitionPlan(tuple(FusionGroup(g) for g in ordered))
+
+
 def layer_by_layer(graph: ComputeGraph) -> PartitionPlan:
     """The plan with every op in a group of its own."""
     return PartitionPlan(tuple(FusionGroup((op.id,)) for op in graph))
@@ -115,92 +122,8 @@ def segment_plan(graph: ComputeGraph, cuts: Iterable[int]) -> PartitionPlan:
     bounds = sorted({0, len(graph), *(int(c) for c in cuts if 0 < int(c) < len(graph))})
     groups: list[list[int]] = []
     for a, b in zip(bounds, bounds[1:], strict=False):
-        groups.extend(connected_components(graph, range(a, b)))
+        groups.extend(components(graph, range(a, b)))
     return PartitionPlan.of(groups)
-
-
-def connected_components(graph: ComputeGraph, ops: Iterable[int]) -> list[list[int]]:
-    """The weakly connected components of the node set `ops` (each listed from its
-    smallest op id)."""
-    left = set(ops)
-    found = []
-    while left:
-        start = min(left)
-        left.discard(start)
-        stack, comp = [start], []
-        while stack:
-            n = stack.pop()
-            comp.append(n)
-            for m in (*graph.predecessors(n), *graph.successors(n)):
-                if m in left:
-                    left.discard(m)
-                    stack.append(m)
-        found.append(comp)
-    return found
-
-
-def structural_violations(graph: ComputeGraph, plan: PartitionPlan,
-                          limit: int = 10) -> list[str]:
-    """Reasons the plan is not a partition into convex connected groups; empty if it is."""
-    reasons = _coverage(graph, plan)
-    if reasons:
-        return reasons[:limit]
-    for k, g in enumerate(plan.groups):
-        if not graph.is_weakly_connected(g.ops):
-            reasons.append(f"group {k} ({_names(graph, g.ops)}) is not connected")
-    cycle = _group_cycle(graph, plan)
-    if cycle:
-        reasons.append("groups form a cycle: " + " -> ".join(f"group {k}" for k in cycle))
-    return reasons[:limit]
-
-
-def _coverage(graph: ComputeGraph, plan: PartitionPlan) -> list[str]:
-    seen: dict[int, int] = {}
-    reasons = []
-    for k, g in enumerate(plan.groups):
-        for op in g.ops:
-            if not 0 <= op < len(graph):
-                reasons.append(f"group {k} names op {op}, which is not in {graph.name!r}")
-            elif op in seen:
-                reasons.append(f"op {graph[op].name!r} is in group {seen[op]} and group {k}")
-            else:
-                seen[op] = k
-    missing = [op.id for op in graph if op.id not in seen]
-    if missing:
-        reasons.append(f"{len(missing)} op(s) in no group: {_names(graph, missing)}")
-    return reasons
-
-
-def _group_cycle(graph: ComputeGraph, plan: PartitionPlan) -> list[int]:
-    """Groups on a cycle of the graph of groups (empty if it is acyclic)."""
-    group_of = plan.group_of
-    succ: dict[int, set[int]] = {}
-    for i, j in graph.edges():
-        a, b = group_of[i], group_of[j]
-        if a != b:
-            succ.setdefault(a, set()).add(b)
-    indeg = dict.fromkeys(range(len(plan.groups)), 0)
-    for targets in succ.values():
-        for b in targets:
-            indeg[b] += 1
-    ready = [k for k, n in indeg.items() if n == 0]
-    while ready:  # Kahn: what remains afterwards lies on or behind a cycle
-        k = ready.pop()
-        del indeg[k]
-        for b in succ.get(k, ()):
-            indeg[b] -= 1
-            if indeg[b] == 0:
-                ready.append(b)
-    if not indeg:
-        return []
-    quotient = nx.DiGraph((a, b) for a, targets in succ.items() for b in targets
-                          if a in indeg and b in indeg)
-    return [u for u, _ in nx.find_cycle(quotient)]
-
-
-def _names(graph: ComputeGraph, ops: Sequence[int], most: int = 4) -> str:
-    names = [graph[o].name for o in list(ops)[:most]]
-    return ", ".join(names) + (f", ... ({len(ops)} ops)" if len(ops) > most else "")
 
 
 def load_plan(path: str | Path, graph: ComputeGraph) -> PartitionPlan:

@@ -1,34 +1,23 @@
-"""Search algorithms in ask-and-tell form: random search, local search and NSGA-II."""
+"""Search algorithms in ask-and-tell form: random search, local search and NSGA-II.
+
+They are offered by name in `search.registry.SEARCHES`; `make_algorithm` creates one from it.
+"""
 
 from __future__ import annotations
-
-from collections.abc import Callable
 
 from search.algorithms.base import SearchAlgorithm
 from search.algorithms.local_search import LocalSearch
 from search.algorithms.nsga2 import NSGA2Search
 from search.algorithms.random_search import RandomSearch
-from simulator.errors import InputError
+from search.registry import SEARCHES
 
-__all__ = ["ALGORITHMS", "LocalSearch", "NSGA2Search", "RandomSearch", "SearchAlgorithm",
-           "make_algorithm"]
-
-ALGORITHMS: dict[str, Callable[[], SearchAlgorithm]] = {
-    "rs": RandomSearch,
-    "ls": LocalSearch,
-    "nsga2": NSGA2Search,
-}
-"""Algorithm factories by name, with the paper's settings (K = 10)."""
+__all__ = ["LocalSearch", "NSGA2Search", "RandomSearch", "SearchAlgorithm", "make_algorithm"]
 
 
 def make_algorithm(name: str) -> SearchAlgorithm:
-    """A fresh algorithm by name (``rs``, ``ls`` or ``nsga2``).
+    """A fresh algorithm of `search.registry.SEARCHES` by name (``rs``, ``ls``, ``nsga2``).
 
     Raises:
         InputError: unknown name.
     """
-    try:
-        return ALGORITHMS[name.lower()]()
-    except KeyError:
-        raise InputError(f"unknown search algorithm {name!r}; choose one of "
-                         f"{', '.join(ALGORITHMS)}") from None
+    return SEARCHES.create(name)

@@ -1,14 +1,14 @@
 """Analytic cost models of fusion groups: LBDF, BRR and layer by layer (docs/cost-model.md)."""
 
 from simulator.cost.evaluate import (
-    SCHEMES,
+    COST_MODELS,
     CostCache,
     PlanCost,
+    PlanTotals,
     evaluate_plan,
-    get_scheme,
-    unfusable_ops,
+    plan_totals,
 )
-from simulator.cost.types import GroupCost, Timing
+from simulator.cost.types import Failure, GroupCost, Timing
 
-__all__ = ["SCHEMES", "CostCache", "GroupCost", "PlanCost", "Timing", "evaluate_plan",
-           "get_scheme", "unfusable_ops"]
+__all__ = ["COST_MODELS", "CostCache", "Failure", "GroupCost", "PlanCost", "PlanTotals",
+           "Timing", "evaluate_plan", "plan_totals"]

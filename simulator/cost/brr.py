@@ -30,7 +30,8 @@ import numpy as np
 
 from simulator.cost.rows import RowDeps, height, row_deps
 from simulator.cost.traffic import boundary, buffer_traffic_elems
-from simulator.cost.types import GroupCost, timing
+from simulator.cost.types import Failure, GroupCost, timing
+from simulator.scheme import Scheme
 from simulator.workload.graph import ComputeGraph, OpKind
 
 if TYPE_CHECKING:
@@ -80,28 +81,31 @@ def group_cost(graph: ComputeGraph, ops: Sequence[int], hw: HardwareConfig) -> G
     reason = incompatibility(graph, ops)
     best = None if reason else _best_tiling(graph, ops, hw)
     fitting = best is not None and best.buffer_elems * hw.dtype_bytes <= hw.buffer_bytes
+    failure = Failure.BRR_INCOMPATIBLE if reason else None
     if best is None:
         best = tile_cost(graph, ops, 1, streamed=False)
     elif not fitting:
+        failure = Failure.OVER_BUFFER
         reason = (f"needs {best.buffer_elems * hw.dtype_bytes:,} B at best ({best.tiles} tiles, "
                   f"{'streamed' if best.streamed else 'resident'} weights) > buffer "
                   f"{hw.buffer_bytes:,} B")
-    return _as_group_cost(graph, ops, hw, best, b.write_elems, fitting and not reason, reason)
+    return _as_group_cost(graph, ops, hw, best, b.write_elems, failure, reason)
 
 
 def _as_group_cost(graph: ComputeGraph, ops: tuple[int, ...], hw: HardwareConfig,
-                   t: TileCost, write_elems: int, fits: bool, reason: str) -> GroupCost:
+                   t: TileCost, write_elems: int, failure: Failure | None,
+                   reason: str) -> GroupCost:
     d = hw.dtype_bytes
     weights = sum(graph[o].weight_elems for o in ops)
     weight_buffer = max(graph[o].weight_elems for o in ops) if t.streamed else weights
     dram = (t.act_read_elems + t.weight_read_elems + write_elems) * d
     buf = buffer_traffic_elems(graph, ops) * d + dram
     return GroupCost(
-        scheme="brr", ops=ops, buffer_bytes=t.buffer_elems * d,
+        scheme=Scheme.BRR, ops=ops, buffer_bytes=t.buffer_elems * d,
         weight_buffer_bytes=weight_buffer * d, dram_act_read=t.act_read_elems * d,
         dram_weight_read=t.weight_read_elems * d, dram_write=write_elems * d, macs=t.macs,
-        fits=fits, reason=reason, timing=timing(dram, buf, t.macs, hw), tiles=t.tiles,
-        weights_streamed=t.streamed,
+        fits=failure is None, reason=reason, timing=timing(dram, buf, t.macs, hw),
+        tiles=t.tiles, weights_streamed=t.streamed, failure=failure,
     )
 
 

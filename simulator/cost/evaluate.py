@@ -1,7 +1,10 @@
-"""Plan evaluation: memoised group costs, unfusable ops, plan totals and reference figures.
+"""Plan evaluation: memoised group costs, how each group runs, plan totals and references.
 
-`CostCache` memoises the group costs of one (graph, hardware, dataflow); `evaluate_plan` sums a
-plan into a `PlanCost` with the paper's metrics (DRAM over the fuseable ops, max buffer usage)
+`CostCache` memoises the group costs of one (graph, hardware, dataflow) and owns the rule of
+what runs: `CostCache.run` costs an unfusable op alone layer by layer, anything else as one
+group of the dataflow. `plan_totals` sums the costs of a plan's groups (the one place a plan's
+totals are computed: the search's score and `evaluate_plan` both read it); `evaluate_plan`
+returns a `PlanCost` with the paper's metrics (DRAM over the fuseable ops, max buffer usage)
 and the whole-network figures, next to the compulsory lower bound and the layer-by-layer
 reference.
 
@@ -13,47 +16,47 @@ totals leave those groups out.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
-from functools import lru_cache
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+from functools import cached_property, lru_cache
 from typing import TYPE_CHECKING, Any
 
 from simulator.cost import brr, lbdf, lbl
 from simulator.cost.traffic import compulsory_bytes
 from simulator.cost.types import GroupCost, GroupCostFn
-from simulator.errors import InputError
-from simulator.plan import PartitionPlan, structural_violations
+from simulator.partition import Group, violations
+from simulator.plan import PartitionPlan
+from simulator.scheme import Scheme
 from simulator.workload.graph import ComputeGraph
 
 if TYPE_CHECKING:
     from simulator.hw import HardwareConfig
 
-__all__ = ["SCHEMES", "CostCache", "PlanCost", "evaluate_plan", "get_scheme",
-           "unfusable_ops"]
+__all__ = ["COST_MODELS", "CostCache", "PlanCost", "PlanTotals", "evaluate_plan",
+           "plan_totals"]
 
-SCHEMES: dict[str, GroupCostFn] = {
-    "lbdf": lbdf.group_cost,
-    "brr": brr.group_cost,
-    "lbl": lbl.group_cost,
+COST_MODELS: dict[Scheme, GroupCostFn] = {
+    Scheme.LBDF: lbdf.group_cost,
+    Scheme.BRR: brr.group_cost,
+    Scheme.LBL: lbl.group_cost,
 }
-
-
-def get_scheme(name: str) -> GroupCostFn:
-    """The cost model of dataflow `name` (lbdf, brr or lbl)."""
-    try:
-        return SCHEMES[name.lower()]
-    except KeyError:
-        raise InputError(f"unknown scheme {name!r}; choose one of "
-                         f"{', '.join(SCHEMES)}") from None
+"""The cost model of every dataflow."""
 
 
 class CostCache:
-    """Memoised group costs of one graph on one hardware configuration under one dataflow."""
+    """Memoised group costs of one graph on one hardware configuration under one dataflow.
 
-    def __init__(self, graph: ComputeGraph, hw: HardwareConfig, scheme: str) -> None:
-        self.graph, self.hw, self.scheme = graph, hw, scheme.lower()
-        self._fn = get_scheme(scheme)
-        self._costs: dict[tuple[int, ...], GroupCost] = {}
+    Attributes:
+        graph, hw: The network and the machine.
+        scheme: The dataflow (cast from its name).
+        hits, misses: Lookups answered from / added to the cache.
+    """
+
+    def __init__(self, graph: ComputeGraph, hw: HardwareConfig, scheme: str | Scheme) -> None:
+        """Bind a (graph, hardware, dataflow); raises `InputError` for an unknown scheme."""
+        self.graph, self.hw, self.scheme = graph, hw, Scheme.parse(scheme)
+        self._fn = COST_MODELS[self.scheme]
+        self._costs: dict[Group, GroupCost] = {}
         self.hits = 0
         self.misses = 0
 
@@ -65,18 +68,24 @@ class CostCache:
             self.hits += 1
             return cost
         self.misses += 1
-        cost = self._fn(self.graph, tuple(sorted(key)), self.hw)
+        cost = self._fn(self.graph, key, self.hw)
         self._costs[key] = cost
         return cost
 
-    def lbl(self, op: int) -> GroupCost:
-        """Layer-by-layer cost of one op (how unfusable ops run)."""
-        return _context(self.graph, self.hw, self.scheme).lbl[op]
+    def run(self, ops: Iterable[int]) -> GroupCost:
+        """How `ops` runs as a group of a plan: an unfusable op alone runs layer by layer (its
+        LBL cost, flagged `runs_alone`, always fits); anything else is `group(ops)`."""
+        key = tuple(sorted(ops))
+        if len(key) == 1:
+            alone = self._shared.alone.get(key[0])
+            if alone is not None:
+                return alone
+        return self.group(key)
 
     @property
     def references(self) -> dict[str, int]:
         """Lower bounds and layer-by-layer traffic, whole network and fuseable ops."""
-        return _context(self.graph, self.hw, self.scheme).references
+        return self._shared.references
 
     @property
     def hit_rate(self) -> float:
@@ -86,25 +95,35 @@ class CostCache:
 
     @property
     def unfusable(self) -> tuple[int, ...]:
-        """Ops that do not fit the buffer even alone (none under LBL)."""
-        return _context(self.graph, self.hw, self.scheme).unfusable
+        """Ops that do not fit the buffer even alone, ascending (none under LBL)."""
+        return self._shared.unfusable
+
+    @cached_property
+    def _shared(self) -> _Context:
+        return _context(self.graph, self.hw, self.scheme)
 
 
 @dataclass(frozen=True)
 class _Context:
-    """What every plan of one (graph, hardware, dataflow) shares: computed once."""
+    """What every plan of one (graph, hardware, dataflow) shares: computed once.
+
+    Attributes:
+        unfusable: Ops that do not fit even alone.
+        alone: The cost each of them runs at: LBL, flagged `runs_alone`.
+        references: Lower bounds and layer-by-layer traffic.
+    """
 
     unfusable: tuple[int, ...]
-    lbl: tuple[GroupCost, ...]
+    alone: dict[int, GroupCost]
     references: dict[str, int]
 
 
 @lru_cache(maxsize=64)
-def _context(graph: ComputeGraph, hw: HardwareConfig, scheme: str) -> _Context:
-    fn = get_scheme(scheme)
+def _context(graph: ComputeGraph, hw: HardwareConfig, scheme: Scheme) -> _Context:
+    fn = COST_MODELS[scheme]
     lbl_costs = tuple(lbl.group_cost(graph, (o.id,), hw) for o in graph)
-    unfusable = () if scheme == "lbl" else tuple(
-        o.id for o in graph if not fn(graph, (o.id,), hw).fits)
+    unfusable = tuple(o.id for o in graph
+                      if scheme.searchable and not fn(graph, (o.id,), hw).fits)
     fuseable = [o.id for o in graph if o.id not in set(unfusable)]
     d = hw.dtype_bytes
     references = {
@@ -113,12 +132,49 @@ def _context(graph: ComputeGraph, hw: HardwareConfig, scheme: str) -> _Context:
         "lbl_dram": sum(c.dram_bytes for c in lbl_costs),
         "lbl_dram_fuseable": sum(lbl_costs[o].dram_bytes for o in fuseable),
     }
-    return _Context(unfusable, lbl_costs, references)
+    alone = {o: replace(lbl_costs[o], runs_alone=True) for o in unfusable}
+    return _Context(unfusable, alone, references)
 
 
-def unfusable_ops(graph: ComputeGraph, hw: HardwareConfig, scheme: str) -> tuple[int, ...]:
-    """Ops that cannot run fused under `scheme` on `hw`: they run layer by layer."""
-    return CostCache(graph, hw, scheme).unfusable
+@dataclass(frozen=True, slots=True)
+class PlanTotals:
+    """The sums over a plan's group costs that every consumer of a plan reads.
+
+    Attributes:
+        dram_bytes: F_D over all groups.
+        dram_bytes_fuseable: F_D over the groups not run alone (the paper's DRAM access).
+        mbu: Largest F_beta over the groups not run alone (the paper's MBU).
+        fused_mbu: Largest F_beta over groups of two or more ops (0 layer by layer).
+        cycles: Analytic cycles summed over groups.
+        energy_pj: Energy summed over groups.
+        runs: Every group runs (fits, or is an unfusable op run alone).
+    """
+
+    dram_bytes: int
+    dram_bytes_fuseable: int
+    mbu: int
+    fused_mbu: int
+    cycles: int
+    energy_pj: float
+    runs: bool
+
+
+def plan_totals(costs: Iterable[GroupCost]) -> PlanTotals:
+    """Totals of a plan from the costs of its groups (`CostCache.run` of each), in plan order."""
+    dram = dram_fuseable = mbu = fused_mbu = cycles = 0
+    energy = 0.0
+    runs = True
+    for c in costs:
+        runs = runs and c.fits
+        dram += c.dram_bytes
+        cycles += c.timing.cycles
+        energy += c.timing.energy_pj
+        if not c.runs_alone:
+            dram_fuseable += c.dram_bytes
+            mbu = max(mbu, c.buffer_bytes)
+        if len(c.ops) > 1:
+            fused_mbu = max(fused_mbu, c.buffer_bytes)
+    return PlanTotals(dram, dram_fuseable, mbu, fused_mbu, cycles, energy, runs)
 
 
 @dataclass(frozen=True)
@@ -138,7 +194,7 @@ class PlanCost:
         lbl_dram, lbl_dram_fuseable: Layer-by-layer traffic of the network / fuseable ops.
     """
 
-    scheme: str
+    scheme: Scheme
     groups: tuple[GroupCost, ...]
     unfusable: tuple[int, ...]
     violations: tuple[str, ...]
@@ -177,37 +233,33 @@ class PlanCost:
         }
 
 
-def evaluate_plan(graph: ComputeGraph, plan: PartitionPlan, hw: HardwareConfig, scheme: str,
-                  cache: CostCache | None = None) -> PlanCost:
-    """Cost a partition plan; invalid plans are costed too, with their violations listed."""
+def evaluate_plan(graph: ComputeGraph, plan: PartitionPlan, hw: HardwareConfig,
+                  scheme: str | Scheme, cache: CostCache | None = None,
+                  checked: bool = False) -> PlanCost:
+    """Cost a partition plan; invalid plans are costed too, with their violations listed.
+
+    Args:
+        graph, plan, hw, scheme: The network, its plan, the machine and the dataflow.
+        cache: Group costs of (graph, hw, scheme) to reuse.
+        checked: The caller has already checked that `plan` is a partition of `graph`
+            (`simulator.partition.violations`): only whether every group runs is checked.
+    """
     cache = cache or CostCache(graph, hw, scheme)
-    violations = structural_violations(graph, plan)
-    unfusable = set(cache.unfusable)
+    found = [] if checked else violations(graph, plan)
     costs = []
     for k, g in enumerate(plan.groups):
         ops = tuple(o for o in g.ops if 0 <= o < len(graph))
-        cost = cache.lbl(ops[0]) if len(ops) == 1 and ops[0] in unfusable else cache.group(ops)
+        cost = cache.run(ops)
         costs.append(cost)
         if not cost.fits:
-            violations.append(f"group {k} ({graph[ops[0]].name}, {len(ops)} ops): {cost.reason}")
-    return _totals(cache, tuple(costs), tuple(sorted(unfusable)), violations)
-
-
-def _totals(cache: CostCache, costs: tuple[GroupCost, ...], unfusable: tuple[int, ...],
-            violations: Sequence[str]) -> PlanCost:
-    alone = set(unfusable)
-    fused = [c for c in costs if not (len(c.ops) == 1 and c.ops[0] in alone)]
+            found.append(f"group {k} ({graph[ops[0]].name}, {len(ops)} ops): {cost.reason}")
+    totals = plan_totals(costs)
     refs = cache.references
     return PlanCost(
-        scheme=cache.scheme, groups=costs, unfusable=unfusable,
-        violations=tuple(violations),
-        dram_bytes=sum(c.dram_bytes for c in costs),
-        dram_bytes_fuseable=sum(c.dram_bytes for c in fused),
-        mbu=max((c.buffer_bytes for c in fused), default=0),
-        cycles=sum(c.timing.cycles for c in costs),
-        energy_pj=sum(c.timing.energy_pj for c in costs),
-        lower_bound=refs["lower_bound"],
-        lower_bound_fuseable=refs["lower_bound_fuseable"],
-        lbl_dram=refs["lbl_dram"],
+        scheme=cache.scheme, groups=tuple(costs), unfusable=cache.unfusable,
+        violations=tuple(found), dram_bytes=totals.dram_bytes,
+        dram_bytes_fuseable=totals.dram_bytes_fuseable, mbu=totals.mbu, cycles=totals.cycles,
+        energy_pj=totals.energy_pj, lower_bound=refs["lower_bound"],
+        lower_bound_fuseable=refs["lower_bound_fuseable"], lbl_dram=refs["lbl_dram"],
         lbl_dram_fuseable=refs["lbl_dram_fuseable"],
     )

@@ -28,7 +28,8 @@ import numpy as np
 
 from simulator.cost.rows import RowDeps, height, row_deps
 from simulator.cost.traffic import boundary, buffer_traffic_elems
-from simulator.cost.types import GroupCost, timing
+from simulator.cost.types import Failure, GroupCost, timing
+from simulator.scheme import Scheme
 from simulator.workload.graph import ComputeGraph, Op, OpKind
 
 if TYPE_CHECKING:
@@ -49,20 +50,22 @@ def group_cost(graph: ComputeGraph, ops: Sequence[int], hw: HardwareConfig) -> G
     macs = sum(graph[o].macs for o in ops)
     dram = dram_act + dram_w + dram_write
     buf = buffer_traffic_elems(graph, ops) * hw.dtype_bytes + dram
+    failure, reason = _failure(weight_bytes, need, hw)
     return GroupCost(
-        scheme="lbdf", ops=ops, buffer_bytes=need, weight_buffer_bytes=weight_bytes,
+        scheme=Scheme.LBDF, ops=ops, buffer_bytes=need, weight_buffer_bytes=weight_bytes,
         dram_act_read=dram_act, dram_weight_read=dram_w, dram_write=dram_write, macs=macs,
-        fits=need <= hw.buffer_bytes, reason=_reason(weight_bytes, need, hw),
-        timing=timing(dram, buf, macs, hw),
+        fits=need <= hw.buffer_bytes, reason=reason, timing=timing(dram, buf, macs, hw),
+        failure=failure,
     )
 
 
-def _reason(weight_bytes: int, need: int, hw: HardwareConfig) -> str:
+def _failure(weight_bytes: int, need: int, hw: HardwareConfig) -> tuple[Failure | None, str]:
     if weight_bytes > hw.buffer_bytes:
-        return f"weights alone ({weight_bytes:,} B) exceed the buffer ({hw.buffer_bytes:,} B)"
+        return Failure.WEIGHTS_OVER_BUFFER, (f"weights alone ({weight_bytes:,} B) exceed the "
+                                             f"buffer ({hw.buffer_bytes:,} B)")
     if need > hw.buffer_bytes:
-        return f"needs {need:,} B > buffer {hw.buffer_bytes:,} B"
-    return ""
+        return Failure.OVER_BUFFER, f"needs {need:,} B > buffer {hw.buffer_bytes:,} B"
+    return None, ""
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING
 
 from simulator.cost.lbdf import peak_row_bytes
 from simulator.cost.traffic import boundary, buffer_traffic_elems
-from simulator.cost.types import GroupCost, timing
+from simulator.cost.types import Failure, GroupCost, timing
+from simulator.scheme import Scheme
 from simulator.workload.graph import ComputeGraph
 
 if TYPE_CHECKING:
@@ -33,8 +34,9 @@ def group_cost(graph: ComputeGraph, ops: Sequence[int], hw: HardwareConfig) -> G
     macs = sum(graph[o].macs for o in ops)
     fits = len(ops) == 1
     return GroupCost(
-        scheme="lbl", ops=ops, buffer_bytes=weights + rows, weight_buffer_bytes=weights,
+        scheme=Scheme.LBL, ops=ops, buffer_bytes=weights + rows, weight_buffer_bytes=weights,
         dram_act_read=b.read_elems * d, dram_weight_read=weights, dram_write=b.write_elems * d,
         macs=macs, fits=fits, reason="" if fits else "layer-by-layer runs one op per group",
         timing=timing(dram, buffer_traffic_elems(graph, ops) * d + dram, macs, hw),
+        failure=None if fits else Failure.NOT_SINGLE_OP,
     )

@@ -1,22 +1,39 @@
 """Result types of the cost models and the cycle/energy arithmetic they share.
 
 A cost model is a pure function ``group_cost(graph, ops, hw) -> GroupCost`` (see
-`simulator.cost.SCHEMES`). Cycles and energy are derived from a group's traffic and MACs the
+`simulator.cost.COST_MODELS`). Cycles and energy are derived from a group's traffic and MACs the
 same way for every dataflow (`timing`), so dataflows differ only in what they move and hold.
+Why a group does not fit is a `Failure` kind, next to the human reason.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Protocol
 
+from simulator.scheme import Scheme
 from simulator.workload.graph import ComputeGraph
 
 if TYPE_CHECKING:
     from simulator.hw import HardwareConfig
 
-__all__ = ["GroupCost", "GroupCostFn", "Timing", "timing"]
+__all__ = ["Failure", "GroupCost", "GroupCostFn", "Timing", "timing"]
+
+
+class Failure(StrEnum):
+    """Why a group cannot run under its dataflow (the kind; `GroupCost.reason` says it in
+    words)."""
+
+    OVER_BUFFER = "over_buffer"
+    """F_beta exceeds the buffer."""
+    WEIGHTS_OVER_BUFFER = "weights_over_buffer"
+    """LBDF: the group's weights alone exceed the buffer."""
+    BRR_INCOMPATIBLE = "brr_incompatible"
+    """BRR cannot tile the group (a whole-map result broadcast onto a feature map)."""
+    NOT_SINGLE_OP = "not_single_op"
+    """Layer by layer runs one op per group."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,7 +84,7 @@ class GroupCost:
     """F_beta, F_D, cycles and energy of one fusion group under one dataflow.
 
     Attributes:
-        scheme: "lbdf", "brr" or "lbl".
+        scheme: The dataflow the group runs under (LBL for an op that runs alone).
         ops: The group's op ids, ascending.
         buffer_bytes: F_beta, the on-chip buffer the group needs.
         weight_buffer_bytes: Part of F_beta holding weights.
@@ -78,12 +95,15 @@ class GroupCost:
         macs: MACs executed (BRR recomputes halo rows of intermediate tensors).
         fits: True if F_beta <= buffer and the dataflow can run the group.
         reason: Why the group does not fit ("" when it does).
+        timing: Cycles and energy.
         tiles: Row tiles (BRR); 1 otherwise.
         weights_streamed: BRR streams weights per tile instead of keeping them resident.
-        timing: Cycles and energy.
+        failure: The kind of `reason` (None when the group fits).
+        runs_alone: An unfusable op run layer by layer on its own, outside the fusion
+            (`simulator.cost.CostCache.run`): left out of the fuseable totals.
     """
 
-    scheme: str
+    scheme: Scheme
     ops: tuple[int, ...]
     buffer_bytes: int
     weight_buffer_bytes: int
@@ -96,6 +116,8 @@ class GroupCost:
     timing: Timing
     tiles: int = 1
     weights_streamed: bool = False
+    failure: Failure | None = None
+    runs_alone: bool = False
 
     @property
     def dram_bytes(self) -> int:
@@ -124,7 +146,7 @@ class GroupCost:
             "fits": self.fits,
             "reason": self.reason,
         }
-        if self.scheme == "brr":
+        if self.scheme.tiled:
             d.update(tiles=self.tiles, weights_streamed=self.weights_streamed)
         return d
 

@@ -2,7 +2,6 @@
 
 from simulator.engine.machine import SimulationError, Transfer
 from simulator.engine.report import GroupSim, SimReport
-from simulator.engine.simulate import execution_order, simulate
+from simulator.engine.simulate import simulate
 
-__all__ = ["GroupSim", "SimReport", "SimulationError", "Transfer", "execution_order",
-           "simulate"]
+__all__ = ["GroupSim", "SimReport", "SimulationError", "Transfer", "simulate"]

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from simulator.engine.machine import Transfer
+from simulator.scheme import Scheme
 
 __all__ = ["GroupSim", "SimReport"]
 
@@ -17,7 +18,7 @@ class GroupSim:
     Attributes:
         index: Position of the group in the plan.
         ops: Op ids.
-        mode: How it ran: "lbdf", "brr" or "lbl" (unfusable ops and LBL plans).
+        mode: How it ran: the plan's dataflow, or LBL (unfusable ops and LBL plans).
         start, end: First and last cycle.
         compute_cycles: Cycles the PE array was busy.
         stall_cycles: Cycles the PE array waited for DRAM data or write-backs.
@@ -31,7 +32,7 @@ class GroupSim:
 
     index: int
     ops: tuple[int, ...]
-    mode: str
+    mode: Scheme
     start: int
     end: int
     compute_cycles: int
@@ -89,7 +90,7 @@ class SimReport:
         transfers: Every DRAM transfer.
     """
 
-    scheme: str
+    scheme: Scheme
     groups: tuple[GroupSim, ...]
     cycles: int
     clock_hz: float

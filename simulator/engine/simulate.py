@@ -1,89 +1,69 @@
 """`simulate`: run a partition plan on the simulated machine, group after group.
 
 Groups run one at a time in a topological order of the graph of groups (the smallest op id
-first among those ready). A group runs under the plan's dataflow; unfusable ops, and every
-group of a layer-by-layer plan, run as single-op row-streaming groups whose buffer use is
-recorded but not limited (layer-by-layer execution is valid by definition; see
-docs/simulator.md).
+first among those ready). A group runs as the cost layer says it runs (`CostCache.run`): under
+the plan's dataflow, or, for an unfusable op and every group of a layer-by-layer plan, as a
+row-streaming group whose buffer use is recorded but not limited (layer-by-layer execution is
+valid by definition; see docs/simulator.md).
 """
 
 from __future__ import annotations
 
-import heapq
 from collections.abc import Generator
 from typing import TYPE_CHECKING, Any
 
-from simulator.cost import CostCache, get_scheme
+from simulator.cost import CostCache
 from simulator.cost.brr import chosen_tiling, incompatibility
 from simulator.engine.brr import run_brr_group
 from simulator.engine.lbdf import run_lbdf_group
 from simulator.engine.machine import Machine, SimulationError
 from simulator.engine.report import GroupSim, SimReport
-from simulator.plan import PartitionPlan, structural_violations
+from simulator.partition import Group, topological_order, violations
+from simulator.plan import PartitionPlan
+from simulator.scheme import Scheme
 from simulator.workload.graph import ComputeGraph
 
 if TYPE_CHECKING:
     from simulator.hw import HardwareConfig
 
-__all__ = ["execution_order", "simulate"]
+__all__ = ["simulate"]
 
 
-def execution_order(graph: ComputeGraph, plan: PartitionPlan) -> list[int]:
-    """Group indices in a topological order of the graph of groups (smallest op id first)."""
-    group_of = plan.group_of
-    succ: dict[int, set[int]] = {k: set() for k in range(len(plan.groups))}
-    indeg = dict.fromkeys(succ, 0)
-    for i, j in graph.edges():
-        a, b = group_of[i], group_of[j]
-        if a != b and b not in succ[a]:
-            succ[a].add(b)
-            indeg[b] += 1
-    ready = [(plan.groups[k].ops[0], k) for k, n in indeg.items() if n == 0]
-    heapq.heapify(ready)
-    order = []
-    while ready:
-        _, k = heapq.heappop(ready)
-        order.append(k)
-        for b in succ[k]:
-            indeg[b] -= 1
-            if indeg[b] == 0:
-                heapq.heappush(ready, (plan.groups[b].ops[0], b))
-    return order
-
-
-def simulate(graph: ComputeGraph, plan: PartitionPlan, hw: HardwareConfig, scheme: str,
-             record: bool = True) -> SimReport:
+def simulate(graph: ComputeGraph, plan: PartitionPlan, hw: HardwareConfig, scheme: str | Scheme,
+             record: bool = True, cache: CostCache | None = None,
+             checked: bool = False) -> SimReport:
     """Execute `plan` event by event and report time, traffic and buffer occupancy.
 
     Args:
         graph, plan, hw: The network, its partition and the machine.
-        scheme: "lbdf", "brr" or "lbl".
+        scheme: The dataflow (`Scheme` or its name).
         record: Keep the occupancy timeline and every DRAM transfer (for plots and traces).
+        cache: Group costs of (graph, hw, scheme) to reuse; they say how each group runs.
+        checked: The caller has already checked that `plan` is a partition of `graph`.
 
     Raises:
+        InputError: An unknown scheme.
         SimulationError: The plan is not a partition, or a group cannot run in the buffer
             (named, with what could not be allocated).
     """
-    scheme = scheme.lower()
-    get_scheme(scheme)
-    problems = structural_violations(graph, plan, limit=2)
+    scheme = Scheme.parse(scheme)
+    problems = [] if checked else violations(graph, plan, limit=2)
     if problems:
         raise SimulationError(f"cannot simulate: {'; '.join(problems)}")
+    cache = cache or CostCache(graph, hw, scheme)
     machine = Machine(hw, record=record)
-    unfusable = set(CostCache(graph, hw, scheme).unfusable)
     groups = []
-    for k in execution_order(graph, plan):
+    for k in topological_order(graph, plan):
         ops = plan.groups[k].ops
-        alone = scheme == "lbl" or (len(ops) == 1 and ops[0] in unfusable)
-        groups.append(_run_group(machine, graph, k, ops, hw, "lbl" if alone else scheme))
+        groups.append(_run_group(machine, graph, k, ops, hw, cache.run(ops).scheme))
     return _report(machine, scheme, tuple(groups))
 
 
-def _run_group(m: Machine, graph: ComputeGraph, k: int, ops: tuple[int, ...],
-               hw: HardwareConfig, mode: str) -> GroupSim:
+def _run_group(m: Machine, graph: ComputeGraph, k: int, ops: Group,
+               hw: HardwareConfig, mode: Scheme) -> GroupSim:
     label = f"{k} ({graph[ops[0]].name}, {len(ops)} ops)"
     tiles, streamed = 1, False
-    if mode == "brr":
+    if mode.tiled:
         reason = incompatibility(graph, ops)
         if reason:
             raise SimulationError(f"group {label} cannot run under BRR: {reason}")
@@ -97,7 +77,7 @@ def _run_group(m: Machine, graph: ComputeGraph, k: int, ops: tuple[int, ...],
             yield from run_lbdf_group(m, graph, ops)
     m.reset_group_counters()
     start = m.now
-    m.run_group(body, label, enforce=mode != "lbl")
+    m.run_group(body, label, enforce=mode.searchable)
     c = m.counters
     return GroupSim(
         index=k, ops=ops, mode=mode, start=start, end=m.now, compute_cycles=c.pe_busy,
@@ -107,7 +87,7 @@ def _run_group(m: Machine, graph: ComputeGraph, k: int, ops: tuple[int, ...],
     )
 
 
-def _report(m: Machine, scheme: str, groups: tuple[GroupSim, ...]) -> SimReport:
+def _report(m: Machine, scheme: Scheme, groups: tuple[GroupSim, ...]) -> SimReport:
     hw = m.hw
     dram = sum(g.dram_bytes for g in groups)
     return SimReport(

@@ -1,22 +1,35 @@
-"""Checkpoints: round trip, the shipped ones, and refusing tampered or mismatched files."""
+"""Checkpoints of the GNN and the explainers: round trip, the shipped ones, and refusing
+tampered, damaged or mismatched files in one line."""
 
 from __future__ import annotations
 
 import json
+import shutil
 
+import numpy as np
 import pytest
 import torch
 
 from explain.checkpoint import (
+    CHECKPOINT_DIR,
+    FORMATS,
     CheckpointError,
     load_checkpoint,
+    load_explainer_checkpoint,
     save_checkpoint,
+    save_explainer_checkpoint,
     shipped_checkpoint,
     state_dict_sha256,
 )
+from explain.explainers import PgExplainerGET
 from explain.features import FEATURE_SCHEMA_VERSION
 from explain.gnn import GnnSpec, ValidityGNN
+from explain.predict import load_predictor
+from explain.rg_explainer import load_rg_policy
+from simulator.cost import CostCache
 from simulator.errors import InputError
+from simulator.hw import load_hw
+from simulator.workload.loader import load_zoo
 
 
 @pytest.fixture
@@ -108,3 +121,80 @@ def test_shipped_checkpoints_load_and_document_themselves(scheme):
     assert meta["training"]["epochs"] == 50
     assert {"seconds", "threads", "seed"} <= set(meta["training"])
     assert {"torch", "torch_geometric"} <= set(meta["versions"])
+
+
+# --- explainer parameters: the same reader --------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["pg", "rg"])
+@pytest.mark.parametrize("scheme", ["lbdf", "brr"])
+def test_shipped_explainer_parameters_name_their_format_and_gnn(kind, scheme):
+    gnn = load_predictor(scheme)
+    payload = load_explainer_checkpoint(CHECKPOINT_DIR / f"{kind}-{scheme}.pt", kind, scheme,
+                                        lambda: gnn)
+    assert payload["format"] == FORMATS[kind] and payload["scheme"] == scheme
+    assert payload["gnn_sha256"] == gnn.metadata["state_dict_sha256"]
+
+
+@pytest.fixture(scope="module")
+def small_group():
+    graph = load_zoo("squeezenet1_0")
+    group = (1, 2, 3, 4)
+    assert graph.internal_edges(group)
+    return graph, group, CostCache(graph, load_hw("edge-npu"), "lbdf")
+
+
+def _pg_explain(path, small_group):
+    graph, group, cache = small_group
+    return PgExplainerGET(checkpoint=path).explain(graph, group, cache, np.random.default_rng(0))
+
+
+def _rg_load(path, _):
+    return load_rg_policy(path, "lbdf")
+
+
+def _rename_a_weight(payload):
+    state = payload["state_dict"]
+    state["renamed"] = state.pop(next(iter(state)))
+
+
+@pytest.mark.parametrize("kind, load", [("pg", _pg_explain), ("rg", _rg_load)])
+@pytest.mark.parametrize("damage, message", [
+    (lambda p: p.write_bytes(p.read_bytes()[:100]), "not a readable weights-only"),
+    (lambda p: p.write_bytes(b"not a torch file"), "not a readable weights-only"),
+    (lambda p: torch.save({"x": object()}, p), "not a readable weights-only"),
+    (lambda p: torch.save([1, 2], p), "is not a fusion-dse"),
+    (lambda p: _rewrite(p, lambda d: d.pop("format")), "is not a fusion-dse"),
+    (lambda p: _rewrite(p, lambda d: d.update(format=FORMATS["gnn"])), "is not a fusion-dse"),
+    (lambda p: _rewrite(p, lambda d: d.pop("state_dict")), "lacks 'state_dict'"),
+    (lambda p: _rewrite(p, lambda d: d.pop("gnn_sha256")), "lacks 'gnn_sha256'"),
+    (lambda p: _rewrite(p, lambda d: d.update(gnn_sha256="0" * 64)), "another lbdf GNN"),
+    (lambda p: _rewrite(p, lambda d: d.update(scheme="brr")), "explain 'brr' groups, not"),
+    (lambda p: _rewrite(p, _rename_a_weight), "does not fit the model"),
+    (lambda p: _rewrite(p, lambda d: d.update(state_dict=[1])), "holds no state dict"),
+    (lambda p: p.unlink(), "does not exist"),
+])
+def test_damaged_explainer_parameters_are_refused_in_one_line(kind, load, damage, message,
+                                                              tmp_path, small_group):
+    path = tmp_path / f"{kind}-lbdf.pt"
+    shutil.copy(CHECKPOINT_DIR / f"{kind}-lbdf.pt", path)
+    damage(path)
+    with pytest.raises(CheckpointError, match=message) as info:
+        load(path, small_group)
+    assert isinstance(info.value, InputError) and "\n" not in str(info.value)
+
+
+def test_explainer_parameters_round_trip(tmp_path):
+    gnn = load_predictor("lbdf")
+    state = {"w": torch.arange(6.0).reshape(2, 3)}
+    path = save_explainer_checkpoint(tmp_path / "sub" / "pg.pt", "pg", gnn, state, epochs=3)
+    payload = load_explainer_checkpoint(path, "pg", "lbdf", lambda: gnn, keys=("epochs",))
+    assert torch.equal(payload["state_dict"]["w"], state["w"]) and payload["epochs"] == 3
+    with pytest.raises(CheckpointError, match="lacks 'seed'"):
+        load_explainer_checkpoint(path, "pg", "lbdf", lambda: gnn, keys=("seed",))
+    with pytest.raises(CheckpointError, match="is not a fusion-dse RG-Explainer"):
+        load_explainer_checkpoint(path, "rg", "lbdf", lambda: gnn)
+    with pytest.raises(CheckpointError, match="explain 'lbdf' groups, not 'brr'"):
+        load_explainer_checkpoint(path, "pg", "brr", lambda: load_predictor("brr"))
+    with pytest.raises(CheckpointError, match="trained on another lbdf GNN"):
+        load_explainer_checkpoint(path, "pg", "lbdf", lambda: load_predictor("brr"))

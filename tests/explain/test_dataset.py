@@ -25,7 +25,9 @@ from simulator.errors import InputError
 from simulator.hw import load_hw
 from simulator.workload.loader import load_zoo
 
-SMALL = DatasetConfig("lbdf", (("squeezenet1_1", 40), ("resnet18", 30)), seed=3)
+EDGE = load_hw("edge-npu")
+
+SMALL = DatasetConfig("lbdf", (("squeezenet1_1", 40), ("resnet18", 30)), seed=3, hw=EDGE)
 
 
 @pytest.fixture(scope="module")
@@ -35,25 +37,25 @@ def small():
 
 def test_default_quotas_reach_the_papers_size():
     for scheme in ("lbdf", "brr"):
-        config = training_config(scheme)
+        config = training_config(scheme, hw=EDGE)
         assert sum(n for _, n in config.networks) >= 10_800
         assert config.buffers_kib == BUFFER_SIZES_KIB == (128, 256, 512, 1024, 2048)
     assert set(DEFAULT_GROUPS["brr"]) < set(DEFAULT_GROUPS["lbdf"])
     assert "efficientnet_b0" not in DEFAULT_GROUPS["brr"]
-    assert [n for n, _ in held_out_config("brr").networks] == ["resnet50", "resnet152"]
-    assert len(held_out_config("lbdf").networks) == 3
+    assert [n for n, _ in held_out_config("brr", hw=EDGE).networks] == ["resnet50", "resnet152"]
+    assert len(held_out_config("lbdf", hw=EDGE).networks) == 3
 
 
 @pytest.mark.parametrize("make, message", [
-    (lambda: DatasetConfig("lbl", (("vgg16", 5),)), "unknown scheme"),
-    (lambda: DatasetConfig("lbdf", ()), "at least one network"),
-    (lambda: DatasetConfig("lbdf", (("vgg17", 5),)), "not a zoo name"),
-    (lambda: DatasetConfig("lbdf", (("vgg16", 0),)), "positive integer"),
-    (lambda: DatasetConfig("lbdf", (("vgg16", 5), ("vgg16", 6))), "listed twice"),
-    (lambda: DatasetConfig("lbdf", (("vgg16", 5),), buffers_kib=(0,)), "positive KiB"),
-    (lambda: DatasetConfig("lbdf", (("vgg16", 5),), min_ops=3, max_ops=2), "min_ops"),
-    (lambda: training_config("brr", groups={"efficientnet_b0": 10}), "not a brr training"),
-    (lambda: training_config("lbdf", groups={"resnet50": 10}), "not a lbdf training"),
+    (lambda: DatasetConfig("lbl", (("vgg16", 5),), hw=EDGE), "unknown scheme"),
+    (lambda: DatasetConfig("lbdf", (), hw=EDGE), "at least one network"),
+    (lambda: DatasetConfig("lbdf", (("vgg17", 5),), hw=EDGE), "not a zoo name"),
+    (lambda: DatasetConfig("lbdf", (("vgg16", 0),), hw=EDGE), "positive integer"),
+    (lambda: DatasetConfig("lbdf", (("vgg16", 5), ("vgg16", 6)), hw=EDGE), "listed twice"),
+    (lambda: DatasetConfig("lbdf", (("vgg16", 5),), buffers_kib=(0,), hw=EDGE), "positive KiB"),
+    (lambda: DatasetConfig("lbdf", (("vgg16", 5),), min_ops=3, max_ops=2, hw=EDGE), "min_ops"),
+    (lambda: training_config("brr", groups={"efficientnet_b0": 10}, hw=EDGE), "not a brr training"),
+    (lambda: training_config("lbdf", groups={"resnet50": 10}, hw=EDGE), "not a lbdf training"),
 ])
 def test_bad_configs_are_refused(make, message):
     with pytest.raises(InputError, match=message):
@@ -61,7 +63,7 @@ def test_bad_configs_are_refused(make, message):
 
 
 def test_overrides_and_dropping_networks():
-    config = training_config("lbdf", groups={"vgg16": 0, "ResNet18": 7})
+    config = training_config("lbdf", groups={"vgg16": 0, "ResNet18": 7}, hw=EDGE)
     names = dict(config.networks)
     assert "vgg16" not in names and names["resnet18"] == 7
 
@@ -96,12 +98,12 @@ def test_generation_is_deterministic_with_a_seed(small):
     assert np.array_equal(again.labels, small.labels)
     assert np.array_equal(again.packed.base, small.packed.base)
     assert np.array_equal(again.packed.edges, small.packed.edges)
-    other = generate_dataset(DatasetConfig("lbdf", SMALL.networks, seed=4))
+    other = generate_dataset(DatasetConfig("lbdf", SMALL.networks, seed=4, hw=EDGE))
     assert other.ops != small.ops
 
 
 def test_a_network_does_not_depend_on_the_others(small):
-    alone = generate_dataset(DatasetConfig("lbdf", (("resnet18", 30),), seed=3))
+    alone = generate_dataset(DatasetConfig("lbdf", (("resnet18", 30),), seed=3, hw=EDGE))
     assert alone.ops == small.ops[40:]
 
 
@@ -109,7 +111,7 @@ def test_global_random_state_is_untouched():
     from explain.train import TrainConfig, train_model
 
     states = random.getstate(), np.random.get_state(), torch.get_rng_state()
-    ds = generate_dataset(DatasetConfig("lbdf", (("squeezenet1_1", 12),), seed=9))
+    ds = generate_dataset(DatasetConfig("lbdf", (("squeezenet1_1", 12),), seed=9, hw=EDGE))
     train_model(ds, TrainConfig(epochs=1, batch_size=16))
     after = random.getstate(), np.random.get_state(), torch.get_rng_state()
     assert after[0] == states[0]
@@ -118,7 +120,7 @@ def test_global_random_state_is_untouched():
 
 
 def test_disk_cache_round_trip(private_cache):
-    config = DatasetConfig("lbdf", (("squeezenet1_1", 15),), seed=1)
+    config = DatasetConfig("lbdf", (("squeezenet1_1", 15),), seed=1, hw=EDGE)
     first = build_dataset(config)
     assert not first.from_cache
     assert list((private_cache / "gnn-datasets").glob("*.npz"))
@@ -127,14 +129,14 @@ def test_disk_cache_round_trip(private_cache):
     assert np.array_equal(second.labels, first.labels)
     assert np.array_equal(second.packed.sizes, first.packed.sizes)
     assert second.seconds == pytest.approx(first.seconds)
-    assert cache_key(config) != cache_key(DatasetConfig("lbdf", config.networks, seed=2))
+    assert cache_key(config) != cache_key(DatasetConfig("lbdf", config.networks, seed=2, hw=EDGE))
 
 
 def test_brr_refuses_squeeze_and_excitation_networks():
     assert has_squeeze_excitation(load_zoo("mobilenet_v3_small"))
     assert not has_squeeze_excitation(load_zoo("resnet18"))
     with pytest.raises(InputError, match="squeeze-and-excitation"):
-        generate_dataset(DatasetConfig("brr", (("mobilenet_v3_small", 5),)))
+        generate_dataset(DatasetConfig("brr", (("mobilenet_v3_small", 5),), hw=EDGE))
 
 
 def test_table_one_and_figure_three(small, tmp_path):
@@ -151,3 +153,23 @@ def test_table_one_and_figure_three(small, tmp_path):
     assert "| squeezenet1_1 | 40 | 200 |" in files[1].read_text()
     png = plot_validity({"lbdf": small, "brr": small}, tmp_path / "fig" / "validity.png")
     assert png.read_bytes()[:4] == b"\x89PNG"
+
+
+@pytest.mark.parametrize("scheme", ["lbdf", "brr"])
+def test_default_preset_configs_are_the_shipped_checkpoints(scheme):
+    import json
+
+    from explain.checkpoint import shipped_checkpoint
+
+    doc = json.loads(shipped_checkpoint(scheme).with_suffix(".json").read_text())
+    assert training_config(scheme, hw=EDGE).to_dict() == doc["dataset"]["config"]
+    assert held_out_config(scheme, hw=EDGE).to_dict() == doc["held_out_dataset"]["config"]
+
+
+def test_the_hardware_is_part_of_the_configuration():
+    from dataclasses import replace
+
+    wide = replace(SMALL, hw=EDGE.with_overrides(dtype_bytes=2))
+    assert cache_key(wide) != cache_key(SMALL)
+    assert replace(SMALL, hw=EDGE.with_overrides(buffer="1MiB")).to_dict() == SMALL.to_dict()
+    assert cache_key(replace(SMALL, hw=EDGE.with_overrides(buffer="1MiB"))) == cache_key(SMALL)

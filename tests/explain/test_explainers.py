@@ -11,9 +11,9 @@ import torch
 
 from explain.explainers import GnnExplainerGET, PgExplainerGET
 from explain.tree_split import AllEdgesExplainer, GetSplitter
-from search.encoding import components
 from simulator.cost import CostCache
 from simulator.hw import load_hw
+from simulator.partition import components
 from simulator.workload.loader import load_zoo
 
 

@@ -5,14 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from explain.sampling import (
-    is_convex,
-    merge_adjacent,
-    propose_plan,
-    random_segment_plan,
-    sample_groups,
-)
-from simulator.plan import PartitionPlan, structural_violations
+from explain.sampling import merge_adjacent, propose_plan, random_segment_plan, sample_groups
+from simulator.partition import is_convex, violations
+from simulator.plan import PartitionPlan
 from simulator.workload.builder import GraphBuilder
 from simulator.workload.graph import OpKind
 from simulator.workload.loader import load_zoo
@@ -34,7 +29,7 @@ def test_segment_plans_partition_the_graph(squeezenet):
     rng = np.random.default_rng(1)
     for _ in range(20):
         groups = random_segment_plan(squeezenet, rng, max_len=12)
-        assert structural_violations(squeezenet, PartitionPlan.of(groups)) == []
+        assert violations(squeezenet, PartitionPlan.of(groups)) == []
         assert max(len(g) for g in groups) <= 12
 
 

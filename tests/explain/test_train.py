@@ -18,6 +18,9 @@ from explain.train import (
     train_model,
 )
 from simulator.errors import InputError
+from simulator.hw import load_hw
+
+EDGE = load_hw("edge-npu")
 
 NETWORKS = (("squeezenet1_1", 60), ("resnet18", 40))
 
@@ -25,9 +28,9 @@ NETWORKS = (("squeezenet1_1", 60), ("resnet18", 40))
 @pytest.fixture(scope="module")
 def trained():
     """A few hundred samples, a few epochs (the issue's smoke run), and fresh data to test on."""
-    ds = generate_dataset(DatasetConfig("lbdf", NETWORKS, seed=11))
+    ds = generate_dataset(DatasetConfig("lbdf", NETWORKS, seed=11, hw=EDGE))
     fresh = generate_dataset(DatasetConfig("lbdf", (("squeezenet1_0", 40), ("resnet18", 40)),
-                                           seed=12))
+                                           seed=12, hw=EDGE))
     result = train_model(ds, TrainConfig(epochs=8, batch_size=32, lr=3e-3, seed=1))
     return ds, fresh, result
 

@@ -46,6 +46,9 @@ class FakeCache:
         ops = tuple(ops)
         return Cost(len(ops) <= self.limit, 100 + self.price.get(ops[0], 0))
 
+    def run(self, ops):
+        return self.group(ops)  # no op is unfusable
+
 
 @dataclass(frozen=True)
 class Scripted:
@@ -132,7 +135,7 @@ def test_as_a_repair_on_a_real_network_every_piece_fits_and_covers_the_group():
     cache = CostCache(graph, load_hw("edge-npu", {"buffer": "128KiB"}), "lbdf")
     unfusable = set(cache.unfusable)
     group = tuple(o for o in range(20, 45) if o not in unfusable)
-    from search.encoding import components
+    from simulator.partition import components
     group = max(components(graph, group), key=len)
     assert not cache.group(group).fits
     splitter = GetSplitter(AllEdgesExplainer(), max_edges=None)
@@ -173,8 +176,8 @@ def run_seeded(splitter, graph, cache, seed):
 
 
 def test_baseline_guard_never_costs_more_than_the_random_repair_on_a_real_network():
-    from search.encoding import components
     from search.splitter import RandomSplitter
+    from simulator.partition import components
 
     graph = load_zoo("mobilenet_v2")
     cache = CostCache(graph, load_hw("edge-npu", {"buffer": "128KiB"}), "lbdf")

@@ -10,11 +10,10 @@ import pandas as pd
 import pytest
 
 from fusion_dse.api import evaluate
-from fusion_dse.cli_optimize import REPAIRS, SEARCHES, default_out_dir
-from fusion_dse.optimization import GET_REPAIRS, make_splitter, optimize, write_outputs
-from search import ALGORITHMS
+from fusion_dse.cli_optimize import default_out_dir
+from fusion_dse.optimization import optimize, write_outputs
+from search.registry import REPAIRS, SEARCHES
 from search.result import HISTORY_COLUMNS
-from search.splitter import SPLITTERS
 from simulator.errors import InputError
 from simulator.plan import layer_by_layer, load_plan
 from simulator.workload.builder import GraphBuilder
@@ -42,7 +41,7 @@ def resnet_result():
 
 
 def test_result_summary_has_the_stable_keys_and_every_baseline(resnet_result):
-    s = resnet_result.summary
+    s = resnet_result.summary.to_dict()
     assert set(s) == SUMMARY_KEYS and s["format"] == "fusion-dse.search"
     assert set(s["baselines"]) == BASELINES
     assert s["budget_used"] == 40 and s["seed"] == 1 and s["status"] == "ok"
@@ -140,11 +139,10 @@ def test_cli_writes_outputs_and_prints_a_summary(run_cli, tmp_path):
     assert stderr == ""  # no progress bar when stderr is not a terminal
 
 
-def test_cli_choices_match_the_search_registries():
-    assert SEARCHES == tuple(ALGORITHMS)
-    assert REPAIRS == (*SPLITTERS, *GET_REPAIRS)  # + the explanation-guided repairs
-    for name in ("random", "alledges"):
-        assert make_splitter(name).name == name
+def test_cli_choices_are_the_registry_names(run_cli):
+    for flag, registry in (("--search", SEARCHES), ("--repair", REPAIRS)):
+        code, _, stderr = run_cli("optimize", "resnet18", flag, "nope")
+        assert code == 2 and f"choose from {', '.join(map(repr, registry.names()))}" in stderr
 
 
 def test_cli_default_output_folder(run_cli, tmp_path, monkeypatch):
@@ -222,9 +220,9 @@ def test_guarded_get_repair_never_costs_more_than_random_repair_plan_by_plan(sch
     assert len(a) == len(b) == 80 and (b <= a).all() and (b < a).any()
     assert get.cost.dram_bytes <= rand.cost.dram_bytes
     assert (get.history["dram_bytes"] <= pure.history["dram_bytes"]).all()
-    assert get.summary["splitter"]["keep_baseline"] is True
-    assert pure.summary["splitter"]["keep_baseline"] is False
-    assert pure.summary["splitter"]["baseline_kept"] == 0
+    assert get.summary.splitter["keep_baseline"] is True
+    assert pure.summary.splitter["keep_baseline"] is False
+    assert pure.summary.splitter["baseline_kept"] == 0
 
 
 @pytest.mark.parametrize("search", ["ls", "nsga2"])
@@ -236,10 +234,10 @@ def test_known_plans_are_repaired_with_the_baseline_only_when_guarded(search):
     get = optimize("mobilenet_v2", repair="alledges", explained_edges=2, **args)
     pure = optimize("mobilenet_v2", repair="alledges", explained_edges=2, keep_baseline=False,
                     **args)
-    assert rand.summary["diversified_repairs"] == 0
-    assert pure.summary["diversified_repairs"] == 0
-    assert get.summary["diversified_repairs"] > 0
-    assert get.summary["distinct_plans"] >= pure.summary["distinct_plans"]
+    assert rand.summary.diversified_repairs == 0
+    assert pure.summary.diversified_repairs == 0
+    assert get.summary.diversified_repairs > 0
+    assert get.summary.distinct_plans >= pure.summary.distinct_plans
 
 
 def test_cli_prints_the_get_repair_counters(run_cli, tmp_path):

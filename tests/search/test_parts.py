@@ -6,13 +6,14 @@ import numpy as np
 import pytest
 
 from search.budget import AnyOf, PlanBudget, SearchState, Stagnation, as_termination
-from search.encoding import EdgeEncoding, components, structure_problem
+from search.encoding import EdgeEncoding
 from search.mutation import MUTATIONS, mutate
 from search.pareto import ParetoArchive, dominates, pareto_ranks
 from search.repair import Repairer
 from search.splitter import RandomSplitter
 from simulator.cost import CostCache
 from simulator.errors import InputError
+from simulator.partition import components, violations
 from simulator.plan import layer_by_layer
 from simulator.workload.loader import load_zoo
 
@@ -78,7 +79,7 @@ def test_mutate_returns_a_new_valid_plan(mobilenet):
     for _ in range(30):
         child = mutate(repairer, plan, fuseable, rng)
         assert child != plan
-        assert structure_problem(graph, [g.ops for g in child.groups]) == ""
+        assert violations(graph, child) == []
         assert all(repairer.runs(g.ops) for g in child.groups)
         plan = child
 

@@ -9,12 +9,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from search.encoding import EdgeEncoding, components, is_acyclic
+from search.encoding import EdgeEncoding
+from search.problem import SearchProblem
+from search.registry import REPAIRS
 from search.repair import Repairer, SplitterError
-from search.splitter import RandomSplitter, Splitter, get_splitter
+from search.splitter import RandomSplitter, Splitter
 from simulator.cost import CostCache, evaluate_plan
 from simulator.errors import InputError
 from simulator.hw import load_hw
+from simulator.partition import components, is_acyclic
 from simulator.workload.loader import load_zoo
 
 KIB = 1024
@@ -58,9 +61,10 @@ def test_random_splitter_keeps_the_graph_of_groups_acyclic(hw):
 def test_splitters_satisfy_the_protocol():
     assert isinstance(RandomSplitter(), Splitter)
     assert RandomSplitter().supports("lbdf") and RandomSplitter().supports("brr")
-    assert get_splitter("random") == RandomSplitter()
+    assert REPAIRS.create("random") == RandomSplitter()
+    assert RandomSplitter().report() is None
     with pytest.raises(InputError, match="unknown repair 'get'"):
-        get_splitter("get")
+        REPAIRS.create("get")
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -118,9 +122,8 @@ def test_a_splitter_that_breaks_its_contract_is_caught(hw):
 
 def test_a_splitter_that_does_not_support_the_scheme_is_refused(hw):
     graph = load_zoo("resnet18")
-    cache = CostCache(graph, hw(128 * KIB), "brr")
     with pytest.raises(InputError, match="does not support scheme 'brr'"):
-        Repairer(graph, cache, HalvingSplitter(), key=0)
+        SearchProblem(graph, hw(128 * KIB), "brr", splitter=HalvingSplitter())
 
 
 @dataclass(frozen=True)

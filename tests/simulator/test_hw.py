@@ -13,12 +13,12 @@ from hypothesis import strategies as st
 
 from simulator.errors import InputError
 from simulator.hw import (
-    PRESET_DIR,
     HardwareConfig,
     HardwareConfigError,
     list_presets,
     load_hw,
     parse_size,
+    preset_dir,
 )
 
 PRESETS = ["edge-npu", "eyeriss", "nvdla-small", "tpu-v1"]
@@ -68,7 +68,7 @@ def test_every_preset_loads_frozen_and_hashable(name):
     assert hash(hw) == hash(load_hw(name)) and hw == load_hw(name)
     with pytest.raises(dataclasses.FrozenInstanceError):
         hw.buffer_bytes = 1  # type: ignore[misc]
-    assert load_hw(PRESET_DIR / f"{name}.yaml") == hw
+    assert load_hw(Path(str(preset_dir() / f"{name}.yaml"))) == hw
 
 
 @pytest.mark.parametrize("name", PRESETS)
@@ -193,10 +193,12 @@ def test_bad_overrides_are_named(overrides, expected):
         load_hw("edge-npu").with_overrides(**overrides)
 
 
-def test_direct_construction_is_checked():
-    fields = load_hw("edge-npu").to_dict()
+def test_field_names_are_validated_by_the_schema():
+    base = load_hw("edge-npu")
+    fields = base.to_dict()
+    assert base.with_overrides(**fields) == base
     with pytest.raises(HardwareConfigError, match="'dram_latency' = -1: must not be negative"):
-        HardwareConfig(**{**fields, "dram_latency": -1})
+        base.with_overrides(**{**fields, "dram_latency": -1})
 
 
 # --- bad files: one line naming the file, the key and the value -----------------------------
@@ -273,3 +275,23 @@ def test_yaml_that_is_not_a_mapping(tmp_path, text, expected):
     path = write(tmp_path, text)
     message = error_of(path)
     assert message.startswith(f"{path}: must be a mapping") and expected in message
+
+
+# --- presets are package data ---------------------------------------------------------------
+
+
+def test_presets_come_from_the_hwconfigs_package_not_the_source_tree():
+    import hwconfigs
+
+    assert Path(str(preset_dir())) == Path(hwconfigs.__file__).parent
+    shipped = sorted(p.name for p in preset_dir().iterdir() if p.name.endswith(".yaml"))
+    assert shipped == [f"{name}.yaml" for name in PRESETS]
+
+
+def test_the_package_data_declares_the_presets():
+    import tomllib
+
+    root = Path(__file__).resolve().parents[2]
+    setup = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]
+    assert "hwconfigs" in setup["packages"]["find"]["include"]
+    assert "*.yaml" in setup["package-data"]["hwconfigs"]

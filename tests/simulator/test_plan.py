@@ -1,19 +1,17 @@
-"""Partition plans: structural validity, segment plans, and the plan JSON format."""
+"""Partition plans: segment plans and the plan JSON format (structure: test_partition.py)."""
 
 from __future__ import annotations
 
 import json
-import re
 
 import pytest
 
+from simulator.partition import violations
 from simulator.plan import (
     PartitionPlan,
     PlanError,
-    layer_by_layer,
     load_plan,
     segment_plan,
-    structural_violations,
 )
 from simulator.workload.builder import GraphBuilder
 from simulator.workload.graph import OpKind
@@ -34,28 +32,10 @@ def diamond():
     return bld.build(["e"])
 
 
-def test_valid_plans_have_no_violations(diamond):
-    assert structural_violations(diamond, layer_by_layer(diamond)) == []
-    assert structural_violations(diamond, PartitionPlan.of([[0, 1, 2, 3, 4]])) == []
-    assert structural_violations(diamond, PartitionPlan.of([[0, 1], [2], [3, 4]])) == []
-
-
-@pytest.mark.parametrize("groups, message", [
-    ([[0, 1, 2], [3]], r"1 op\(s\) in no group: e"),
-    ([[0, 1, 2], [2, 3, 4]], "op 'c' is in group 0 and group 1"),
-    ([[0, 1, 2, 3, 4], [7]], "names op 7"),
-    ([[0, 4], [1, 2, 3]], r"group 0 \(a, e\) is not connected"),
-    ([[0, 3, 4], [1], [2]], "groups form a cycle"),
-])
-def test_structural_violations_say_why(diamond, groups, message):
-    reasons = structural_violations(diamond, PartitionPlan.of(groups))
-    assert any(re.search(message, r) for r in reasons), reasons
-
-
 def test_segment_plans_split_segments_into_components(diamond):
     plan = segment_plan(diamond, [2, 4])
     assert [g.ops for g in plan] == [(0, 1), (2, 3), (4,)]
-    assert structural_violations(diamond, plan) == []
+    assert violations(diamond, plan) == []
     assert [g.ops for g in segment_plan(diamond, [1, 3])] == [(0,), (1,), (2,), (3, 4)]
 
 

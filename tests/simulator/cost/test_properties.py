@@ -9,7 +9,8 @@ from hypothesis import strategies as st
 from simulator.cost import CostCache, evaluate_plan
 from simulator.cost.brr import incompatibility
 from simulator.hw import HardwareConfig
-from simulator.plan import PartitionPlan, layer_by_layer, segment_plan, structural_violations
+from simulator.partition import violations
+from simulator.plan import PartitionPlan, layer_by_layer, segment_plan
 from simulator.workload.graph import MappingType
 from simulator.workload.loader import load_zoo
 
@@ -41,7 +42,7 @@ SETTINGS = settings(max_examples=25, deadline=None,
 @given(plans(), st.sampled_from(BUFFERS), st.sampled_from(("lbdf", "brr")))
 def test_plan_dram_is_at_least_the_lower_bound_and_every_group_needs_buffer(case, buffer, scheme):
     graph, plan = case
-    assert structural_violations(graph, plan) == []
+    assert violations(graph, plan) == []
     cost = evaluate_plan(graph, plan, hw(buffer), scheme)
     assert cost.dram_bytes >= cost.lower_bound
     assert cost.dram_bytes_fuseable >= cost.lower_bound_fuseable
@@ -96,7 +97,7 @@ def test_merging_adjacent_lbdf_groups_that_fit_keeps_validity_and_never_adds_dra
     checked = 0
     for a, b, merged in candidates[:20]:
         union = plan.groups[a].ops + plan.groups[b].ops
-        if unfusable & set(union) or structural_violations(graph, merged):
+        if unfusable & set(union) or violations(graph, merged):
             continue
         if not cache.group(tuple(sorted(union))).fits:
             continue

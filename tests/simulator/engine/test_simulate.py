@@ -9,9 +9,10 @@ import random
 import pytest
 
 from simulator.cost import CostCache, evaluate_plan
-from simulator.engine import SimulationError, execution_order, simulate
+from simulator.engine import SimulationError, simulate
 from simulator.engine.trace import chrome_trace
 from simulator.hw import HardwareConfig
+from simulator.partition import topological_order
 from simulator.plan import PartitionPlan, layer_by_layer, segment_plan
 from simulator.workload.loader import load_zoo
 
@@ -112,20 +113,20 @@ def test_simulation_is_deterministic_and_groups_run_in_dependency_order():
     a = simulate(graph, plan, hw(512 * 1024), "lbdf")
     b = simulate(graph, plan, hw(512 * 1024), "lbdf")
     assert a == b
-    order = execution_order(graph, plan)
+    order = topological_order(graph, plan)
     position = {k: n for n, k in enumerate(order)}
     group_of = plan.group_of
     assert all(position[group_of[i]] <= position[group_of[j]] for i, j in graph.edges())
 
 
-def test_execution_order_is_topological_not_by_smallest_id():
+def test_groups_run_in_topological_order_not_by_smallest_id():
     # groups {0, 2} and {1}: 1 -> 2, so {1} must run first although {0, 2} has the smaller id
     g = _graph("squeezenet1_1@96")  # a fire module's squeeze feeds two expand branches
     squeeze = next(op.id for op in g if len(g.successors(op.id)) == 2)
     _, right = g.successors(squeeze)
     plan = PartitionPlan.of([[squeeze, right]] + [[o.id] for o in g if o.id not in
                                                   (squeeze, right)])
-    order = execution_order(g, plan)
+    order = topological_order(g, plan)
     assert len(order) == len(plan.groups)
     assert all(order.index(plan.group_of[i]) <= order.index(plan.group_of[j])
                for i, j in g.edges())

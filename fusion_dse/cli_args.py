@@ -1,0 +1,53 @@
+"""Argument helpers shared by the ``fusion-dse`` subcommands: the hardware options.
+
+Every subcommand that costs or searches plans takes a preset or YAML file (``--hw``) and
+overrides of its fields; `add_hw_arguments` adds them to a parser and `hw_overrides` turns the
+parsed values into the overrides `simulator.hw.load_hw` takes. The subcommand modules
+(`fusion_dse.cli`, `fusion_dse.cli_optimize`, ...) import this module, never each other.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from simulator.errors import InputError
+
+__all__ = ["HW_FLAGS", "add_hw_arguments", "hw_overrides"]
+
+HW_FLAGS = (
+    ("--buffer", "buffer", "SIZE", "on-chip buffer size, e.g. 128KiB, 2MiB, 131072"),
+    ("--dtype-bytes", "dtype_bytes", "B", "bytes per element (1 = int8)"),
+    ("--dram-bandwidth", "dram_bandwidth", "B/CYC", "DRAM bytes per cycle"),
+    ("--dram-latency", "dram_latency", "CYC", "DRAM access latency in cycles"),
+    ("--clock", "clock", "HZ", "clock, e.g. 1GHz or 700e6"),
+    ("--macs-per-cycle", "macs_per_cycle", "N", "PE array MACs per cycle"),
+    ("--buffer-bandwidth", "buffer_bandwidth", "B/CYC", "on-chip buffer bytes per cycle"),
+)
+"""(flag, hardware key, metavar, help) of each hardware field with its own option."""
+
+
+def add_hw_arguments(p: argparse.ArgumentParser) -> None:
+    """Add ``--hw``, one option per `HW_FLAGS` entry and ``--set KEY=VALUE`` to `p`."""
+    g = p.add_argument_group("hardware", "a preset or YAML file, and overrides of its fields")
+    g.add_argument("--hw", default="edge-npu", metavar="PRESET|FILE",
+                   help="hardware preset name or YAML path (default: edge-npu)")
+    for flag, key, metavar, text in HW_FLAGS:
+        g.add_argument(flag, dest=f"hw_{key}", metavar=metavar, help=text)
+    g.add_argument("--set", dest="hw_set", action="append", default=[], metavar="KEY=VALUE",
+                   help="override any hardware key, e.g. --set energy.mac_pj=0.2 (repeatable)")
+
+
+def hw_overrides(args: argparse.Namespace) -> dict[str, object]:
+    """The hardware overrides given on the command line, by hardware key.
+
+    Raises:
+        InputError: a ``--set`` item that is not ``KEY=VALUE``.
+    """
+    overrides: dict[str, object] = {key: getattr(args, f"hw_{key}") for _, key, _, _ in HW_FLAGS
+                                    if getattr(args, f"hw_{key}") is not None}
+    for item in args.hw_set:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise InputError(f"--set {item!r}: expected KEY=VALUE")
+        overrides[key.strip()] = value.strip()
+    return overrides

@@ -1,0 +1,192 @@
+"""The stages of one optimisation run, each a thin adapter over a pure library function.
+
+::
+
+    load          model + hardware        -> ComputeGraph, HardwareConfig
+    graph stages  ComputeGraph            -> ComputeGraph       (GRAPH_STAGES, in order)
+    problem       graph, hw, scheme, splitter (search.registry.REPAIRS) -> SearchProblem
+    search        problem, algorithm from search.registry.SEARCHES       -> SearchResult
+    baselines     graph, hw, scheme       -> reference baselines
+    report        result + seed, hardware, baselines, splitter report   -> SearchResult
+
+One `CostCache` of (graph, hardware, scheme) is made once and shared by the search and the
+baselines. `run_pipeline` chains the stages; `fusion_dse.optimization.optimize` is its public
+facade. Validation lives where the values are used (the budget in `search.budget`, the scheme
+and objectives in `search.problem.SearchProblem`, names in `search.registry`); this module
+checks only what nothing below it sees, the seed.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+from tqdm import tqdm
+
+from fusion_dse.api import resolve_hw
+from search.algorithms.base import SearchAlgorithm
+from search.baselines import Baseline, reference_baselines
+from search.budget import SearchState, Termination, as_termination
+from search.driver import ProgressFn, run_search
+from search.problem import SearchProblem
+from search.registry import REPAIRS, SEARCHES
+from search.result import SearchResult
+from search.splitter import Splitter
+from simulator.cost import CostCache
+from simulator.errors import InputError
+from simulator.hw import HardwareConfig
+from simulator.workload.graph import ComputeGraph
+from simulator.workload.loader import load
+
+__all__ = ["GRAPH_STAGES", "GraphStage", "RunSpec", "baselines_stage", "graph_stages",
+           "load_stage", "problem_stage", "report_stage", "run_pipeline", "search_stage"]
+
+GraphStage = Callable[[ComputeGraph], ComputeGraph]
+"""A graph pass: a pure function returning a network that computes the same outputs (graphs
+are immutable values: a pass returns a new graph, or its argument unchanged)."""
+
+GRAPH_STAGES: tuple[GraphStage, ...] = ()
+"""The graph passes every run applies between loading and search, in order (none yet)."""
+
+_MB = 1e6
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """What one run is asked to do (the arguments of `fusion_dse.optimization.optimize`).
+
+    Attributes:
+        model: Zoo name, .onnx or graph .json path, ``module:callable``, or a graph.
+        hw: Hardware preset name, YAML path or configuration.
+        scheme: Fusion dataflow.
+        search: Name in `search.registry.SEARCHES`.
+        repair: Name in `search.registry.REPAIRS`.
+        budget: Plans to propose and evaluate.
+        seed: Seed of the run's generator.
+        objectives: Objective names (a string or a sequence).
+        overrides: Hardware overrides.
+        input_shape: Input shape override for `model`.
+        explained_edges: Explained edges an explanation-guided repair considers per group
+            (None: the repair's default).
+        keep_baseline: Explanation-guided repairs keep the random split when cheaper.
+    """
+
+    model: str | ComputeGraph
+    hw: str | HardwareConfig = "edge-npu"
+    scheme: str = "lbdf"
+    search: str = "ls"
+    repair: str = "random"
+    budget: int = 2000
+    seed: int = 0
+    objectives: str | Sequence[str] = ("dram",)
+    overrides: Mapping[str, Any] | None = None
+    input_shape: str | None = None
+    explained_edges: int | None = None
+    keep_baseline: bool = True
+
+    def repair_options(self) -> dict[str, Any]:
+        """Options for the repair's factory (a repair takes those it declares)."""
+        options: dict[str, Any] = {"keep_baseline": self.keep_baseline}
+        if self.explained_edges is not None:
+            options["max_edges"] = self.explained_edges
+        return options
+
+
+def load_stage(spec: RunSpec) -> tuple[ComputeGraph, HardwareConfig]:
+    """The network and the hardware configuration of `spec`."""
+    graph = spec.model if isinstance(spec.model, ComputeGraph) \
+        else load(spec.model, spec.input_shape)
+    return graph, resolve_hw(spec.hw, spec.overrides)
+
+
+def graph_stages(graph: ComputeGraph,
+                 stages: Sequence[GraphStage] = GRAPH_STAGES) -> ComputeGraph:
+    """`graph` after every pass of `stages`, in order."""
+    for stage in stages:
+        graph = stage(graph)
+    return graph
+
+
+def problem_stage(spec: RunSpec, graph: ComputeGraph, hw: HardwareConfig,
+                  splitter: Splitter) -> SearchProblem:
+    """The search problem of `spec` (it checks the scheme, the objectives and, the one place
+    this is asked, that the splitter supports the scheme)."""
+    return SearchProblem(graph, hw, spec.scheme, spec.objectives, splitter)
+
+
+def search_stage(problem: SearchProblem, algorithm: SearchAlgorithm, termination: Termination,
+                 seed: int, cache: CostCache,
+                 progress: bool | ProgressFn = False) -> SearchResult:
+    """Run `algorithm` on `problem` with the run's generator, made from `seed`."""
+    label = f"{problem.scheme} {algorithm.name}"
+    with _progress_bar(progress, termination, label) as callback:
+        return run_search(problem, algorithm, termination, np.random.default_rng(seed),
+                          callback, cache)
+
+
+def baselines_stage(problem: SearchProblem,
+                    cache: CostCache) -> tuple[dict[str, Baseline], float]:
+    """The reference baselines of the problem and the seconds they took."""
+    started = time.perf_counter()
+    baselines = reference_baselines(problem.graph, problem.hw, problem.scheme, cache)
+    return baselines, round(time.perf_counter() - started, 3)
+
+
+def report_stage(result: SearchResult, problem: SearchProblem, seed: int,
+                 baselines: Mapping[str, Baseline], baseline_seconds: float) -> SearchResult:
+    """The result with the run's seed, hardware, baselines and splitter figures added to
+    its summary."""
+    summary = replace(result.summary, seed=seed, hardware=problem.hw.to_dict(),
+                      baselines=baselines, baseline_seconds=baseline_seconds,
+                      splitter=problem.splitter.report())
+    return replace(result, summary=summary)
+
+
+def run_pipeline(spec: RunSpec, progress: bool | ProgressFn = False,
+                 stages: Sequence[GraphStage] = GRAPH_STAGES) -> SearchResult:
+    """Run every stage of `spec` (see the module): load, graph passes, search, baselines,
+    report.
+
+    Raises:
+        InputError: bad input of any kind (names, seed and budget before the network is
+            loaded).
+    """
+    seed, termination = _check_seed(spec.seed), as_termination(spec.budget)
+    search = SEARCHES.get(spec.search)
+    splitter = REPAIRS.create(spec.repair, **spec.repair_options())
+    graph, hw = load_stage(spec)
+    problem = problem_stage(spec, graph_stages(graph, stages), hw, splitter)
+    cache = CostCache(problem.graph, hw, problem.scheme)
+    result = search_stage(problem, search.create(), termination, seed, cache, progress)
+    baselines, seconds = baselines_stage(problem, cache)
+    return report_stage(result, problem, seed, baselines, seconds)
+
+
+def _check_seed(seed: Any) -> int:
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise InputError(f"seed must be a non-negative integer, got {seed!r}")
+    return int(seed)
+
+
+@contextmanager
+def _progress_bar(progress: bool | ProgressFn, termination: Termination, label: str,
+                  ) -> Iterator[ProgressFn | None]:
+    """A progress callback: the caller's, a tqdm bar on stderr (True), or none (False)."""
+    if callable(progress):
+        yield progress
+        return
+    if not progress:
+        yield None
+        return
+    total = termination.remaining(SearchState(0, 0))
+    with tqdm(total=total, desc=label, unit="plan", file=sys.stderr, leave=False) as bar:
+        def update(done: int, best: int | None) -> None:
+            bar.update(done - bar.n)
+            if best is not None:
+                bar.set_postfix_str(f"best {best / _MB:.3f} MB", refresh=False)
+        yield update

@@ -1,0 +1,303 @@
+"""Figures from a sweep store: trade-off, budget, Pareto fronts and dataflow comparison.
+
+Each kind is a pair: ``<kind>_data(frame)`` computes what is drawn (a DataFrame, tested) and
+``<kind>_figure(frame)`` draws it and returns ``(Figure, data)``. `save_figure` writes PNG,
+SVG or PDF by the file's extension. Every figure's title names the hardware and the budget.
+The frame is `fusion_dse.load_sweep(path, blobs=True)` (the budget and Pareto figures read
+the history and front blobs).
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+from matplotlib.ticker import FuncFormatter
+
+from simulator.errors import InputError
+
+__all__ = ["KINDS", "budget_data", "budget_figure", "compare_data", "compare_figure",
+           "pareto_data", "pareto_figure", "save_figure", "tradeoff_data", "tradeoff_figure"]
+
+_MB = 1e6
+_RUN = ["scheme", "search", "repair"]
+
+
+def _done(frame: pd.DataFrame) -> pd.DataFrame:
+    return frame[frame["status"] == "done"]
+
+
+def _searched(frame: pd.DataFrame) -> pd.DataFrame:
+    done = _done(frame)
+    return done[done["search"].notna()]
+
+
+def _caption(frame: pd.DataFrame) -> str:
+    """'hardware X, budget N plans, S seeds' for a figure title."""
+    done = _done(frame)
+    hws = ", ".join(sorted(set(done["hw_name"].dropna().astype(str)))) or "?"
+    budgets = sorted({int(b) for b in done["budget"].dropna()})
+    seeds = done["seed"].dropna().nunique()
+    budget = (f"budget {budgets[0]:,} plans" if len(budgets) == 1
+              else f"budgets {', '.join(f'{b:,}' for b in budgets)} plans" if budgets
+              else "no search")
+    return f"hardware {hws}; {budget}" + (f"; {seeds} seed(s)" if seeds else "")
+
+
+def _kib(v: float, _: object = None) -> str:
+    return f"{v / 2**20:g} MiB" if v >= 2**20 else f"{v / 1024:g} KiB"
+
+
+def _panels(n: int, title: str) -> tuple[Figure, list]:
+    cols = min(3, max(1, n))
+    rows = -(-n // cols)
+    fig = Figure(figsize=(max(6.0, 4.6 * cols), 3.6 * rows + 0.7), layout="constrained")
+    axes = list(np.atleast_1d(fig.subplots(rows, cols, squeeze=False)).ravel())
+    for ax in axes[n:]:
+        ax.set_visible(False)
+    fig.suptitle(title, fontsize=10)
+    return fig, axes[:n]
+
+
+def _require(frame: pd.DataFrame, what: str) -> None:
+    if frame.empty:
+        raise InputError(f"the store has no {what} to plot")
+
+
+# --- trade-off ------------------------------------------------------------------------------
+
+
+def tradeoff_data(frame: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """DRAM against buffer size.
+
+    Returns:
+        ``lines``: per model, scheme, search, repair and buffer, the mean, min and max DRAM
+        bytes over seeds (``n`` runs); ``references``: per model and buffer, the
+        layer-by-layer DRAM (``lbl``, from lbl points, else the searched points' reference)
+        and the compulsory lower bound (``lower_bound``).
+    """
+    done, searched = _done(frame), _searched(frame)
+    _require(done, "finished points")
+    lines = (searched.groupby(["model", *_RUN, "buffer_bytes"])["dram_bytes"]
+             .agg(mean="mean", min="min", max="max", n="count").reset_index())
+    lbl_points = done[done["search"].isna()]
+    lbl = (lbl_points if len(lbl_points) else done).groupby(["model", "buffer_bytes"])
+    col = "dram_bytes" if len(lbl_points) else "lbl_dram_bytes"
+    refs = pd.DataFrame({"lbl": lbl[col].min(),
+                         "lower_bound": done.groupby(["model", "buffer_bytes"])
+                         ["lower_bound_bytes"].min()}).reset_index()
+    return {"lines": lines, "references": refs}
+
+
+def tradeoff_figure(frame: pd.DataFrame) -> tuple[Figure, dict[str, pd.DataFrame]]:
+    """One panel per model: mean DRAM with a min-max band over seeds, LBL and lower bound."""
+    data = tradeoff_data(frame)
+    lines, refs = data["lines"], data["references"]
+    models = sorted(set(refs["model"]))
+    fig, axes = _panels(len(models), f"DRAM access vs buffer size\n{_caption(frame)}")
+    for ax, model in zip(axes, models, strict=True):
+        for run, part in lines[lines["model"] == model].groupby(_RUN):
+            part = part.sort_values("buffer_bytes")
+            label = f"{run[0].upper()} {run[1]}+{run[2]}"
+            line, = ax.plot(part["buffer_bytes"], part["mean"] / _MB, marker="o", ms=3,
+                            label=label)
+            ax.fill_between(part["buffer_bytes"], part["min"] / _MB, part["max"] / _MB,
+                            color=line.get_color(), alpha=0.2, lw=0)
+        ref = refs[refs["model"] == model].sort_values("buffer_bytes")
+        ax.plot(ref["buffer_bytes"], ref["lbl"] / _MB, color="tab:gray", ls=":",
+                label="layer by layer")
+        ax.plot(ref["buffer_bytes"], ref["lower_bound"] / _MB, color="black", ls="--", lw=1,
+                label="compulsory lower bound")
+        ax.set_xscale("log", base=2)
+        ax.xaxis.set_major_formatter(FuncFormatter(_kib))
+        ax.set_title(model, fontsize=10)
+        ax.set_xlabel("buffer size")
+        ax.set_ylabel("DRAM access (MB)")
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=7)
+    return fig, data
+
+
+# --- budget ---------------------------------------------------------------------------------
+
+
+def _history(blob: str | None) -> pd.DataFrame:
+    return pd.read_json(io.StringIO(blob), orient="split") if blob else pd.DataFrame()
+
+
+def budget_data(frame: pd.DataFrame) -> pd.DataFrame:
+    """Best DRAM of the fuseable ops so far against plans evaluated (Mills et al. Fig. 5).
+
+    Returns:
+        Per model, scheme, search, repair, buffer and evaluation: mean, min and max over
+        seeds of ``best_dram_bytes_fuseable``.
+    """
+    searched = _searched(frame)
+    parts = []
+    for _, row in searched.iterrows():
+        h = _history(row.get("history"))
+        if h.empty:
+            continue
+        parts.append(pd.DataFrame({
+            **{c: row[c] for c in ["model", *_RUN, "buffer_bytes", "seed"]},
+            "evaluation": h["evaluation"], "best": h["best_dram_bytes_fuseable"]}))
+    if not parts:
+        raise InputError("the store has no search histories to plot")
+    runs = pd.concat(parts, ignore_index=True)
+    return (runs.groupby(["model", *_RUN, "buffer_bytes", "evaluation"])["best"]
+            .agg(mean="mean", min="min", max="max").reset_index())
+
+
+def budget_figure(frame: pd.DataFrame) -> tuple[Figure, pd.DataFrame]:
+    """One panel per model: best DRAM against budget, one line per run setting and buffer."""
+    data = budget_data(frame)
+    models = sorted(set(data["model"]))
+    fig, axes = _panels(len(models), f"Best DRAM vs plans evaluated\n{_caption(frame)}")
+    for ax, model in zip(axes, models, strict=True):
+        for run, part in data[data["model"] == model].groupby([*_RUN, "buffer_bytes"]):
+            label = f"{run[0].upper()} {run[1]}+{run[2]}, {_kib(run[3])}"
+            line, = ax.step(part["evaluation"], part["mean"] / _MB, where="post", label=label)
+            ax.fill_between(part["evaluation"], part["min"] / _MB, part["max"] / _MB,
+                            step="post", color=line.get_color(), alpha=0.2, lw=0)
+        ax.set_title(model, fontsize=10)
+        ax.set_xlabel("partition plans evaluated (budget)")
+        ax.set_ylabel("best DRAM, fuseable ops (MB)")
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=7)
+    return fig, data
+
+
+# --- pareto ---------------------------------------------------------------------------------
+
+
+def pareto_data(frame: pd.DataFrame) -> pd.DataFrame:
+    """The Pareto fronts of the two-objective points, one row per front plan.
+
+    Returns:
+        Columns model, scheme, search, repair, buffer_bytes, seed, objectives, ``x`` (the
+        second objective's value), ``dram_bytes``.
+    """
+    searched = _searched(frame)
+    parts = []
+    for _, row in searched[searched["pareto"].notna()].iterrows():
+        front = _history(row["pareto"])
+        second = front.columns[2]
+        parts.append(pd.DataFrame({
+            **{c: row[c] for c in ["model", *_RUN, "buffer_bytes", "seed", "objectives"]},
+            "x": front[second], "dram_bytes": front["dram_bytes"]}))
+    if not parts:
+        raise InputError("the store has no two-objective points (objectives: dram,mbu or "
+                         "dram,cycles) to plot")
+    return pd.concat(parts, ignore_index=True)
+
+
+def pareto_figure(frame: pd.DataFrame) -> tuple[Figure, pd.DataFrame]:
+    """One panel per model and objective pair: the fronts overlaid."""
+    data = pareto_data(frame)
+    panels = sorted(set(zip(data["model"], data["objectives"], strict=True)))
+    fig, axes = _panels(len(panels), f"Pareto fronts\n{_caption(frame)}")
+    for ax, (model, objectives) in zip(axes, panels, strict=True):
+        part = data[(data["model"] == model) & (data["objectives"] == objectives)]
+        for run, front in part.groupby([*_RUN, "buffer_bytes", "seed"]):
+            front = front.sort_values("x")
+            ax.step(front["x"], front["dram_bytes"] / _MB, where="post", marker="o", ms=3,
+                    label=f"{run[0].upper()} {run[1]}+{run[2]}, {_kib(run[3])}, s{run[4]}")
+        second = objectives.split(",")[1].strip()
+        ax.set_xlabel({"mbu": "largest fused-group buffer (bytes)",
+                       "cycles": "cycles"}.get(second, second))
+        ax.set_ylabel("DRAM access (MB)")
+        ax.set_title(f"{model}: DRAM vs {second}", fontsize=10)
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=7)
+    return fig, data
+
+
+# --- compare --------------------------------------------------------------------------------
+
+
+def compare_data(frame: pd.DataFrame) -> pd.DataFrame:
+    """The best dataflow per model and buffer, with its saving over each other scheme.
+
+    A scheme's DRAM in a cell is the least DRAM any of its points reached there (any search,
+    repair, seed). Returns one row per model and buffer: ``best`` (scheme), ``best_dram``,
+    ``dram_<scheme>`` per scheme, and ``saving_<scheme>`` = 1 - best / that scheme's DRAM.
+    """
+    done = _done(frame)
+    _require(done, "finished points")
+    cell = (done.groupby(["model", "buffer_bytes", "scheme"])["dram_bytes"].min()
+            .unstack("scheme"))
+    schemes = list(cell.columns)
+    out = pd.DataFrame(index=cell.index)
+    out["best"] = cell.idxmin(axis=1)
+    out["best_dram"] = cell.min(axis=1)
+    for s in schemes:
+        out[f"dram_{s}"] = cell[s]
+        out[f"saving_{s}"] = 1 - out["best_dram"] / cell[s]
+    return out.reset_index()
+
+
+_SCHEME_COLORS = {"lbdf": "tab:blue", "brr": "tab:orange", "lbl": "tab:gray"}
+
+
+def compare_figure(frame: pd.DataFrame) -> tuple[Figure, pd.DataFrame]:
+    """A models x buffers grid: the best dataflow in each cell and its saving over the rest."""
+    data = compare_data(frame)
+    models = sorted(set(data["model"]))
+    buffers = sorted(set(data["buffer_bytes"]))
+    schemes = [c[len("dram_"):] for c in data.columns if c.startswith("dram_")]
+    fig = Figure(figsize=(max(6.0, 1.8 + 1.6 * len(buffers)), 1.4 + 0.7 * len(models)),
+                 layout="constrained")
+    ax = fig.add_subplot()
+    for _, row in data.iterrows():
+        x, y = buffers.index(row["buffer_bytes"]), models.index(row["model"])
+        others = [f"-{row[f'saving_{s}']:.0%} vs {s}" for s in schemes
+                  if s != row["best"] and pd.notna(row[f"saving_{s}"])]
+        ax.add_patch(_cell(x, y, _SCHEME_COLORS.get(row["best"], "tab:green")))
+        ax.text(x, y, "\n".join([row["best"].upper(), *others]), ha="center", va="center",
+                fontsize=7)
+    ax.set_xlim(-0.5, len(buffers) - 0.5)
+    ax.set_ylim(len(models) - 0.5, -0.5)
+    ax.set_xticks(range(len(buffers)), [_kib(b) for b in buffers])
+    ax.set_yticks(range(len(models)), models)
+    ax.set_xlabel("buffer size")
+    ax.set_title(f"Best dataflow (least DRAM) and its saving\n{_caption(frame)}",
+                 fontsize=10)
+    return fig, data
+
+
+def _cell(x: int, y: int, color: str):  # noqa: ANN202 - a matplotlib Rectangle
+    from matplotlib.patches import Rectangle
+
+    return Rectangle((x - 0.5, y - 0.5), 1, 1, facecolor=color, alpha=0.35, edgecolor="white")
+
+
+KINDS: dict[str, Callable[[pd.DataFrame], tuple[Figure, object]]] = {
+    "tradeoff": tradeoff_figure,
+    "budget": budget_figure,
+    "pareto": pareto_figure,
+    "compare": compare_figure,
+}
+"""The plot kinds of ``fusion-dse plot``."""
+
+_FORMATS = {".png", ".svg", ".pdf"}
+
+
+def save_figure(fig: Figure, path: str | Path) -> Path:
+    """Write `fig` as PNG, SVG or PDF by the extension of `path`.
+
+    Raises:
+        InputError: another extension, or the file cannot be written.
+    """
+    out = Path(path)
+    if out.suffix.lower() not in _FORMATS:
+        raise InputError(f"--out {str(out)!r}: use a .png, .svg or .pdf file")
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        fig.savefig(out, dpi=200)
+    except OSError as err:
+        raise InputError(f"cannot write {str(out)!r}: {err.strerror or err}") from err
+    return out

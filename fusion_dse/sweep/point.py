@@ -1,0 +1,132 @@
+"""One sweep point, run where a Dask worker (or the client) puts it, as a pure function.
+
+`run_point(point)` calls the public facade (`fusion_dse.optimization.optimize`, or
+`fusion_dse.api.evaluate` for a scheme with nothing to search) and returns a plain dict of
+JSON-ready values: the summary figures, the plan, history and Pareto front as JSON text, the
+status (``done``, or ``failed`` with the error's one-line text), start and end times and the
+worker. It never raises for a failing point, so one bad point does not stop a sweep; it never
+writes anything (the client is the store's only writer).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import time
+import traceback
+from enum import Enum
+from typing import Any
+
+from fusion_dse.sweep.spec import Point
+
+__all__ = ["FIGURES", "run_point"]
+
+FIGURES = ("dram_bytes", "dram_bytes_fuseable", "mbu_bytes", "cycles", "energy_pj", "groups",
+           "unfusable_ops", "lower_bound_bytes", "lower_bound_fuseable_bytes",
+           "lbl_dram_bytes", "lbl_dram_fuseable_bytes")
+"""The plan figures stored as columns (`PlanCost.totals()` keys)."""
+
+_TIMING_KEYS = ("seconds", "baseline_seconds")
+
+
+def _worker_name() -> str:
+    try:
+        from distributed import get_worker
+
+        return get_worker().address
+    except (ImportError, ValueError):
+        return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def _plain(value: Any) -> Any:
+    """`value` with enums (e.g. `Scheme`) and numpy scalars as plain JSON values."""
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if hasattr(value, "item") and callable(value.item):
+        return value.item()
+    if isinstance(value, Enum):
+        return value.value
+    return value
+
+
+def _figures(totals: dict[str, Any]) -> dict[str, Any]:
+    return {k: _plain(totals.get(k)) for k in FIGURES}
+
+
+def _search_row(point: Point) -> dict[str, Any]:
+    from fusion_dse.optimization import optimize, plan_document
+
+    result = optimize(point.model, point.hw, point.scheme, point.search, point.repair,
+                      point.budget, point.seed, point.objectives, dict(point.overrides),
+                      progress=False, input_shape=point.input_shape)
+    raw = result.summary
+    summary = _plain(raw.to_dict() if hasattr(raw, "to_dict") else dict(raw))
+    timing = {k: summary.pop(k, None) for k in _TIMING_KEYS}
+    return {
+        **_figures(result.cost.totals()),
+        "buffer_bytes": result.hw.buffer_bytes,
+        "hw_name": result.hw.name,
+        "budget_used": result.budget_used,
+        "search_status": summary.get("status", "ok"),
+        "search_seconds": timing["seconds"],
+        "summary": json.dumps(summary, sort_keys=True),
+        "plan": json.dumps(_plain(plan_document(result)), sort_keys=True),
+        "history": result.history.to_json(orient="split", index=False),
+        "pareto": None if result.pareto is None
+        else result.pareto.to_json(orient="split", index=False),
+    }
+
+
+def _lbl_row(point: Point) -> dict[str, Any]:
+    from fusion_dse.api import evaluate
+
+    ev = evaluate(point.model, point.hw, point.scheme, None, dict(point.overrides),
+                  point.input_shape)
+    doc = _plain(ev.to_dict())
+    return {
+        **_figures(ev.cost.totals()),
+        "buffer_bytes": ev.hw.buffer_bytes,
+        "hw_name": ev.hw.name,
+        "budget_used": 0,
+        "search_status": "ok",
+        "search_seconds": None,
+        "summary": json.dumps({"model": doc["model"], "hardware": doc["hw"],
+                               "totals": doc["totals"]}, sort_keys=True),
+        "plan": json.dumps({"groups": [g.get("ops") for g in doc["groups"]]}, sort_keys=True),
+        "history": None,
+        "pareto": None,
+    }
+
+
+def run_point(point: Point, key: str) -> dict[str, Any]:
+    """Run one point and return its store row (never raises for the point's own errors).
+
+    Args:
+        point: The configuration.
+        key: Its store key, echoed in the row.
+
+    Returns:
+        ``key``, ``status`` (``done`` or ``failed``), ``error`` (one line, or None), the
+        figures (`FIGURES`, ``buffer_bytes``, ``hw_name``, ``budget_used``,
+        ``search_status``, ``search_seconds``), ``summary``/``plan``/``history``/``pareto``
+        as JSON text, ``started``/``finished`` (Unix time) and ``worker``.
+    """
+    import torch
+
+    torch.set_num_threads(1)
+    started = time.time()
+    row: dict[str, Any] = {"key": key}
+    try:
+        searchable = point.search is not None
+        row.update(_search_row(point) if searchable else _lbl_row(point))
+        row.update(status="done", error=None)
+    except Exception as err:  # noqa: BLE001 - a failing point is a result, not a crash
+        last = traceback.extract_tb(err.__traceback__)[-1:]
+        where = f" ({last[0].filename.rsplit('/', 1)[-1]}:{last[0].lineno})" if last else ""
+        text = " ".join(str(err).split()) or type(err).__name__
+        row.update(status="failed", error=f"{type(err).__name__}: {text}{where}")
+    row.update(started=started, finished=time.time(), worker=_worker_name())
+    return row

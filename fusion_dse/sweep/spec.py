@@ -1,0 +1,404 @@
+"""Sweep specifications: axes, their parsing, the product with include/exclude, validation.
+
+A spec names axes and their values; the sweep is the product of the axes, minus the
+``exclude`` entries, plus the ``include`` entries (the GitHub Actions matrix rules, which
+extend pytest's stacked ``parametrize`` products with explicit additions and removals):
+
+* an ``exclude`` entry is a partial point; every point of the product matching all of its
+  axes is removed;
+* an ``include`` entry replaces some axes' values and is expanded as a product over all the
+  other axes; its points are added after the exclusions (an include wins).
+
+Axis values are YAML lists, scalars or strings: ``a,b,c`` (a list), ``0..4`` (integers, both
+ends included), ``64KiB..2MiB:x2`` (a geometric range), ``0..100:25`` (an arithmetic range).
+Points of scheme ``lbl`` have nothing to search: their search, repair, objectives, budget and
+seed are dropped, so a product gives one layer-by-layer point per model and hardware.
+
+Everything is checked before anything runs (`validate_points`): each problem is one line
+quoting the bad value, all collected into one `InputError`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import itertools
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from simulator.errors import InputError
+
+__all__ = [
+    "AXES",
+    "HW_AXES",
+    "Point",
+    "SweepError",
+    "SweepSpec",
+    "canonical_axis",
+    "expand",
+    "hardware_axes",
+    "load_spec",
+    "parse_axis",
+    "spec_from_flags",
+    "validate_points",
+]
+
+AXES = ("model", "hw", "scheme", "search", "repair", "objectives", "budget", "seed",
+        "input_shape")
+"""The run axes (anything else is a hardware field, see `hardware_axes`)."""
+
+_ALIASES = {"models": "model", "schemes": "scheme", "searches": "search", "repairs": "repair",
+            "seeds": "seed", "budgets": "budget", "buffers": "buffer", "hws": "hw"}
+_DEFAULTS: dict[str, Any] = {"hw": "edge-npu", "scheme": "lbdf", "search": "ls",
+                             "repair": "random", "objectives": "dram", "budget": 2000,
+                             "seed": 0, "input_shape": None}
+_INT_AXES = {"budget", "seed", "dtype_bytes", "dram_latency", "macs_per_cycle"}
+_SIZE_AXES = {"buffer", "buffer_bytes"}
+_RANGE = re.compile(r"^(?P<lo>[^.]+?)\s*\.\.\s*(?P<hi>[^:]+?)\s*(?::\s*(?P<step>x?[\d.eE+]+))?$")
+
+
+def hardware_axes() -> tuple[str, ...]:
+    """Hardware fields usable as axes: the YAML keys and the `HardwareConfig` field names."""
+    from simulator.hw import HardwareConfig
+
+    names = [f.name for f in dataclasses.fields(HardwareConfig)
+             if f.name not in ("name", "description", "source")]
+    yaml_keys = ["buffer", "clock"] + [f"energy.{n[len('energy_'):]}" for n in names
+                                       if n.startswith("energy_")]
+    return tuple(dict.fromkeys(yaml_keys + names))
+
+
+HW_AXES = ("buffer", "dram_bandwidth", "macs_per_cycle", "clock", "dram_latency",
+           "buffer_bandwidth", "dtype_bytes")
+"""The hardware axes documented first (every one of `hardware_axes()` is accepted)."""
+
+
+@dataclass(frozen=True)
+class Point:
+    """One run of a sweep: a model on a hardware configuration under one search setting.
+
+    ``overrides`` are the hardware axes as sorted (key, value) pairs. Points of a scheme with
+    nothing to search (lbl) carry None for search, repair, objectives, budget and seed.
+    """
+
+    model: str
+    hw: str
+    scheme: str
+    search: str | None
+    repair: str | None
+    objectives: str | None
+    budget: int | None
+    seed: int | None
+    input_shape: str | None = None
+    overrides: tuple[tuple[str, Any], ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        """The point as a JSON-ready dict (overrides as a mapping)."""
+        doc = dataclasses.asdict(self)
+        doc["overrides"] = dict(self.overrides)
+        return doc
+
+    def label(self) -> str:
+        """A short human-readable name."""
+        hw = ",".join(f"{k}={v}" for k, v in self.overrides)
+        run = f"{self.search}+{self.repair} s{self.seed}" if self.search else ""
+        return f"{self.model} {self.hw}[{hw}] {self.scheme} {run}".strip()
+
+
+# --- axis values ----------------------------------------------------------------------------
+
+
+def _scalar(axis: str, text: str) -> Any:
+    """One value of `axis` from text: ints for integer axes, bytes for sizes, else as given."""
+    text = text.strip()
+    if axis in _SIZE_AXES:
+        from simulator.hw import parse_size
+
+        try:
+            return parse_size(text)
+        except InputError as err:
+            raise InputError(f"axis {axis!r}: {err}") from None
+    if axis in _INT_AXES:
+        try:
+            return int(text)
+        except ValueError:
+            raise InputError(f"axis {axis!r}: {text!r} is not an integer") from None
+    return text
+
+
+def _number(axis: str, text: str) -> float:
+    value = _scalar(axis, text)
+    if isinstance(value, str):
+        try:
+            return float(value)
+        except ValueError:
+            raise InputError(f"axis {axis!r}: range end {text!r} is not a number") from None
+    return value
+
+
+def _range(axis: str, lo_text: str, hi_text: str, step_text: str | None) -> list[Any]:
+    lo, hi = _number(axis, lo_text), _number(axis, hi_text)
+    geometric = bool(step_text) and step_text.startswith("x")
+    try:
+        step = float(step_text.lstrip("x")) if step_text else 1.0
+    except ValueError:
+        raise InputError(f"axis {axis!r}: bad range step {step_text!r}") from None
+    if hi < lo or (geometric and (step <= 1 or lo <= 0)) or (not geometric and step <= 0):
+        raise InputError(f"axis {axis!r}: empty or endless range "
+                         f"{lo_text}..{hi_text}{':' + step_text if step_text else ''}")
+    values, v = [], lo
+    while v <= hi * (1 + 1e-12):
+        values.append(int(v) if float(v).is_integer() else v)
+        v = v * step if geometric else v + step
+    return values
+
+
+def parse_axis(axis: str, value: Any) -> list[Any]:
+    """The values of `axis` given as a YAML value: a list, a scalar or a range string.
+
+    Examples: ``"64KiB..2MiB:x2"`` -> 64 KiB, 128 KiB, ... 2 MiB in bytes; ``"0..4"`` ->
+    0..4; ``"lbdf,brr"`` -> ``["lbdf", "brr"]``; ``[1, 2]`` -> ``[1, 2]``.
+
+    Raises:
+        InputError: a bad range or size, quoting it.
+    """
+    if isinstance(value, (list, tuple)):
+        return [v for item in value for v in parse_axis(axis, item)]
+    if value is None or isinstance(value, bool) or not isinstance(value, str):
+        return [value]
+    if axis == "objectives":  # "dram,mbu" is one value of this axis
+        return [value.strip()]
+    values: list[Any] = []
+    for part in (p.strip() for p in value.split(",")):
+        if not part:
+            continue
+        m = _RANGE.match(part)
+        if m and axis not in ("model", "hw", "input_shape"):
+            values += _range(axis, m["lo"], m["hi"], m["step"])
+        else:
+            values.append(_scalar(axis, part))
+    if not values:
+        raise InputError(f"axis {axis!r}: no values in {value!r}")
+    return values
+
+
+def canonical_axis(name: str) -> str:
+    """The axis `name` denotes (plural aliases accepted).
+
+    Raises:
+        InputError: unknown axis, with the closest known name.
+    """
+    key = _ALIASES.get(name, name)
+    if key in AXES or key in hardware_axes():
+        return key
+    known = list(AXES) + list(hardware_axes()) + list(_ALIASES)
+    close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+    hint = f" (did you mean {close[0]!r}?)" if close else f" (axes: {', '.join(AXES + HW_AXES)})"
+    raise InputError(f"unknown axis {name!r}{hint}")
+
+
+# --- the spec -------------------------------------------------------------------------------
+
+
+class SweepSpec(BaseModel):
+    """A sweep as written in YAML: a name, axes, and include/exclude lists."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = "sweep"
+    axes: dict[str, Any]
+    include: list[dict[str, Any]] = []
+    exclude: list[dict[str, Any]] = []
+
+
+def _parse_axes(raw: Mapping[str, Any], where: str) -> dict[str, list[Any]]:
+    axes: dict[str, list[Any]] = {}
+    for name, value in raw.items():
+        key = canonical_axis(str(name))
+        if key in axes:
+            raise InputError(f"{where}: axis {key!r} given twice")
+        axes[key] = parse_axis(key, value)
+    return axes
+
+
+def load_spec(path: str | Path) -> SweepSpec:
+    """Read and validate a YAML sweep spec (structure only; values by `validate_points`).
+
+    Raises:
+        InputError: unreadable file, bad YAML, unknown top-level key, unknown axis.
+    """
+    try:
+        doc = yaml.safe_load(Path(path).read_text())
+    except OSError as err:
+        raise InputError(f"cannot read sweep spec {str(path)!r}: {err.strerror}") from err
+    except yaml.YAMLError as err:
+        raise InputError(f"{path}: not valid YAML: {str(err).splitlines()[0]}") from err
+    if not isinstance(doc, dict):
+        raise InputError(f"{path}: a sweep spec is a mapping with 'axes'")
+    doc.setdefault("name", Path(path).stem)
+    try:
+        spec = SweepSpec.model_validate(doc)
+    except ValidationError as err:
+        e = err.errors()[0]
+        loc = ".".join(str(p) for p in e["loc"])
+        raise InputError(f"{path}: {loc}: {e['msg']}") from err
+    expand(spec)  # unknown axes and bad ranges fail here, before anything runs
+    return spec
+
+
+def spec_from_flags(name: str, axes: Mapping[str, str | None]) -> SweepSpec:
+    """A spec from command-line axes (None values are left out)."""
+    return SweepSpec(name=name, axes={k: v for k, v in axes.items() if v is not None})
+
+
+def _point(values: Mapping[str, Any]) -> Point:
+    from simulator.scheme import Scheme
+
+    v = {**_DEFAULTS, **values}
+    hw = tuple(sorted((k, v[k]) for k in v if k not in AXES))
+    scheme = str(v["scheme"]).strip().lower()
+    searchable = scheme not in {s.value for s in Scheme if not s.searchable}
+    run = ((str(v["search"]).lower(), str(v["repair"]).lower(), str(v["objectives"]),
+            v["budget"], v["seed"]) if searchable else (None,) * 5)
+    shape = None if v["input_shape"] is None else str(v["input_shape"])
+    return Point(str(v["model"]), str(v["hw"]), scheme, *run, input_shape=shape, overrides=hw)
+
+
+def _product(axes: Mapping[str, Sequence[Any]]) -> Iterable[dict[str, Any]]:
+    names = list(axes)
+    for combo in itertools.product(*(axes[n] for n in names)):
+        yield dict(zip(names, combo, strict=True))
+
+
+def _matches(values: Mapping[str, Any], entry: Mapping[str, Sequence[Any]]) -> bool:
+    return all({**_DEFAULTS, **values}.get(k) in allowed for k, allowed in entry.items())
+
+
+def expand(spec: SweepSpec) -> list[Point]:
+    """The points of `spec`, in product order, without duplicates.
+
+    Raises:
+        InputError: unknown axis, bad value syntax, a spec without models.
+    """
+    axes = _parse_axes(spec.axes, "axes")
+    if "model" not in axes:
+        raise InputError("a sweep needs a 'model' axis (models: [...] or --models)")
+    excludes = [_parse_axes(e, f"exclude[{i}]") for i, e in enumerate(spec.exclude)]
+    includes = [_parse_axes(e, f"include[{i}]") for i, e in enumerate(spec.include)]
+    points = [_point(v) for v in _product(axes)
+              if not any(_matches(v, e) for e in excludes)]
+    for extra in includes:
+        points += [_point(v) for v in _product({**axes, **extra})]
+    return list(dict.fromkeys(points))
+
+
+# --- validation -----------------------------------------------------------------------------
+
+
+class SweepError(InputError):
+    """Bad values in a sweep: `problems` holds one line per bad entry (the message joins them,
+    since an `InputError` is one line)."""
+
+    def __init__(self, problems: list[str]) -> None:
+        self.problems = problems
+        count = f"{len(problems)} problems in the sweep: " if len(problems) > 1 else ""
+        super().__init__(count + "; ".join(problems))
+
+
+def _model_problem(model: str) -> str | None:
+    from simulator.workload.loader import resolve_zoo_name
+
+    base = model.split("@", 1)[0]
+    if resolve_zoo_name(base) is not None:
+        return None
+    path = Path(model)
+    if path.suffix.lower() in (".onnx", ".json") or path.exists():
+        return None if path.is_file() else f"model file {model!r} does not exist"
+    if ":" in model:
+        module, _, attr = model.partition(":")
+        import importlib.util
+
+        try:
+            found = importlib.util.find_spec(module) is not None
+        except (ImportError, ValueError):
+            found = False
+        return None if found and attr else f"model {model!r}: cannot find module {module!r}"
+    from simulator.workload.zoo import ZOO
+
+    close = difflib.get_close_matches(base.lower(), list(ZOO), n=1, cutoff=0.6)
+    hint = f" (did you mean {close[0]!r}?)" if close else " (fusion-dse models lists the zoo)"
+    return f"unknown model {model!r}{hint}"
+
+
+def _checks() -> dict[str, Any]:
+    """Value checks per run axis: each raises InputError for a bad value."""
+    from search import PlanBudget
+    from search.problem import parse_objectives
+    from search.registry import REPAIRS, SEARCHES
+    from simulator.scheme import Scheme
+
+    def seed(value: Any) -> None:
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise InputError(f"seed must be a non-negative integer, got {value!r}")
+
+    def budget(value: Any) -> None:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise InputError(f"budget must be a positive integer, got {value!r}")
+        PlanBudget(value)
+
+    return {"scheme": Scheme.parse, "search": SEARCHES.get, "repair": REPAIRS.get,
+            "objectives": parse_objectives, "budget": budget, "seed": seed}
+
+
+def _support_problems(points: Sequence[Point]) -> list[str]:
+    """Search and repair strategies asked for a dataflow they do not declare."""
+    from search.registry import REPAIRS, SEARCHES
+
+    problems = []
+    for registry, axis in ((SEARCHES, "search"), (REPAIRS, "repair")):
+        for name, scheme in dict.fromkeys((getattr(p, axis), p.scheme) for p in points):
+            if name in registry and not registry.get(name).supports(scheme):
+                problems.append(f"{registry.kind} {name!r} does not support scheme {scheme!r}")
+    return problems
+
+
+def validate_points(points: Sequence[Point]) -> None:
+    """Check every value of every point before anything runs.
+
+    Models are checked by name (zoo), file existence (ONNX, graph JSON) or module lookup
+    (``module:callable``); hardware by loading each distinct preset with its overrides;
+    search, repair, objectives, budget and seed by the library's own parsers, so any name
+    the search registry accepts is accepted here.
+
+    Raises:
+        SweepError: every problem (each quoting the bad value), in `SweepError.problems`.
+    """
+    from simulator.hw import load_hw
+
+    problems: list[str] = []
+    for model in dict.fromkeys(p.model for p in points):
+        if (problem := _model_problem(model)) is not None:
+            problems.append(problem)
+    for hw, overrides in dict.fromkeys((p.hw, p.overrides) for p in points):
+        try:
+            load_hw(hw, dict(overrides))
+        except InputError as err:
+            problems.append(str(err))
+    for axis, check in _checks().items():
+        for value in dict.fromkeys(getattr(p, axis) for p in points):
+            if value is None:
+                continue
+            try:
+                check(value)
+            except InputError as err:
+                problems.append(f"axis {axis!r}: {err}")
+    if not problems:
+        problems = _support_problems(points)
+    if problems:
+        raise SweepError(list(dict.fromkeys(problems)))

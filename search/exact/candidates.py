@@ -1,0 +1,307 @@
+"""Candidate fusion groups of the exact solver: weakly connected, convex sets that may run.
+
+A valid plan (DESIGN.md, "Fusion group, partition plan") is a partition into weakly connected
+groups with an acyclic graph of groups, each fitting the buffer; an acyclic graph of groups
+makes every group *convex* (a path leaving a group and re-entering it would be a cycle). Ops
+that do not fit even alone (`CostCache.unfusable`) run alone, layer by layer, as everywhere in
+the project: they form singleton groups and never join a larger one.
+
+**Growth.** Every connected convex set C is reached from any of its ops by repeatedly adding a
+neighbour v in C of the current set S and taking the convex closure: the closure of S + v lies in
+C (C is convex), it is connected (each added op lies on a path between two members), and it is
+larger than S. With bitmasks the closure is ``desc(S) & anc(S)`` (reflexive descendants and
+ancestors), itself convex, so one step costs a few integer operations. The growth costs no
+group: it only decides which sets exist. The solver costs a set (through the `CostCache`) only
+when it could improve a path (`search.exact.solver`), using the lower bound kept here.
+
+**Pruning, per dataflow.** A set is discarded *with all its supersets* only when no superset
+can fit. F_beta itself is not monotone (adding an op can lower it), so "does not fit" is never
+a reason to stop growing; only these rules are:
+
+* all dataflows: a set with an unfusable op and another op (the project's convention above);
+* LBDF: all weights of a group stay on chip for the whole group, so F_beta(S) >= weights(S),
+  and weights only grow with the set: a set whose weights exceed the buffer is pruned with its
+  supersets;
+* BRR: weights may be streamed, so no cheap bound on F_beta is known; BRR-incompatibility
+  (`simulator.cost.brr.incompatibility`: a single-row tensor computed from a whole map broadcast
+  onto a map) persists in every superset (the broadcasting op, its input and the whole-map
+  dependence stay, and more in-group edges only spread the dependence), so an incompatible set
+  is pruned with its supersets. Everything else is kept: the enumeration is complete without any
+  look-ahead, at the price of more sets, which the solver's lazy costing handles;
+* LBL: only singletons (the layer-by-layer dataflow runs no larger group).
+
+**Lower bound.** For each set the compulsory traffic of its boundary (what
+`simulator.cost.traffic.compulsory_bytes` computes, here from bitmasks: entering tensors once,
+leaving tensors once, weights once; a test holds the two equal) bounds F_D from below (LBDF's
+F_D equals it; BRR adds halo re-reads and weight streaming), and the analytic cycles of that
+traffic with the ops' MACs bound the cycles from below (BRR recomputes halos, never less). The
+solver checks both against every set it costs.
+
+A cap (`max_sets`, `time_limit`) stops the growth early; singletons are always enumerated
+first, so a plan exists, and the solver's answer is then optimal among the sets found
+(`CandidateSpace.complete` is False and `cap_reason` says which cap).
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from simulator.cost import CostCache, GroupCost
+from simulator.cost.brr import incompatibility
+from simulator.cost.rows import height
+from simulator.cost.types import timing
+from simulator.workload.graph import ComputeGraph
+
+__all__ = ["Candidate", "CandidateSpace", "bits", "costed_candidates", "enumerate_space",
+           "evaluate_set", "run_cost"]
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """A group that runs, with the figures the solvers need.
+
+    Attributes:
+        ops: Op ids, ascending.
+        mask: Bitmask of `ops` (bit o set for op o).
+        pred_mask: Producers of the group outside it (they must run before it).
+        dram_bytes: F_D.
+        buffer_bytes: F_beta.
+        cycles: Analytic cycles.
+        fused: False for an unfusable op running alone (left out of the paper's MBU).
+    """
+
+    ops: tuple[int, ...]
+    mask: int
+    pred_mask: int
+    dram_bytes: int
+    buffer_bytes: int
+    cycles: int
+    fused: bool
+
+
+@dataclass(frozen=True)
+class CandidateSpace:
+    """The sets that may run as groups of one (graph, hardware, dataflow), not yet costed.
+
+    Attributes:
+        masks: Bitmasks of the sets: singletons first (op order), then in discovery order.
+        pred_masks: External producers of each set.
+        lb_dram: Lower bound of each set's F_D (bytes).
+        lb_cycles: Lower bound of each set's cycles.
+        complete: True when no cap stopped the growth (only the rigorous pruning rules of the
+            module docs left sets out).
+        cap_reason: Which cap stopped it ("" when complete).
+        pruned: Sets discarded with all their supersets by a pruning rule.
+        seconds: Wall time of the enumeration.
+    """
+
+    masks: tuple[int, ...]
+    pred_masks: tuple[int, ...]
+    lb_dram: tuple[int, ...]
+    lb_cycles: tuple[int, ...]
+    complete: bool
+    cap_reason: str
+    pruned: int
+    seconds: float
+
+    def __len__(self) -> int:
+        return len(self.masks)
+
+
+def bits(mask: int) -> tuple[int, ...]:
+    """The set bits of `mask`, ascending (the op ids of a group mask)."""
+    out = []
+    while mask:
+        low = mask & -mask
+        out.append(low.bit_length() - 1)
+        mask ^= low
+    return tuple(out)
+
+
+def run_cost(cache: CostCache, ops: tuple[int, ...]) -> GroupCost:
+    """What running `ops` as a group costs (an unfusable op alone runs layer by layer)."""
+    run = getattr(cache, "run", None)
+    if callable(run):
+        return run(ops)
+    if len(ops) == 1 and ops[0] in set(cache.unfusable):
+        return cache.lbl(ops[0])
+    return cache.group(ops)
+
+
+def evaluate_set(cache: CostCache, space: CandidateSpace, k: int) -> Candidate | None:
+    """Cost set `k` of `space`: the candidate if it runs, else None.
+
+    Raises:
+        RuntimeError: the cost model undercuts the set's lower bound (a broken contract
+            that would make the lazy solver unsound).
+    """
+    ops = bits(space.masks[k])
+    cost = run_cost(cache, ops)
+    alone = len(ops) == 1 and ops[0] in set(cache.unfusable)
+    if cost.dram_bytes < space.lb_dram[k] or cost.timing.cycles < space.lb_cycles[k]:
+        raise RuntimeError(f"cost of group {ops} below its lower bound: DRAM "
+                           f"{cost.dram_bytes} < {space.lb_dram[k]} or cycles "
+                           f"{cost.timing.cycles} < {space.lb_cycles[k]}")
+    if not (alone or cost.fits):
+        return None
+    return Candidate(ops, space.masks[k], space.pred_masks[k], int(cost.dram_bytes),
+                     int(cost.buffer_bytes), int(cost.timing.cycles), not alone)
+
+
+def costed_candidates(cache: CostCache, space: CandidateSpace) -> tuple[Candidate, ...]:
+    """Every set of `space` that runs, costed (what the fronts and the MILP need)."""
+    found = (evaluate_set(cache, space, k) for k in range(len(space)))
+    return tuple(c for c in found if c is not None)
+
+
+@dataclass(frozen=True)
+class _Closure:
+    """Reflexive descendant / ancestor masks, producer and neighbour masks of every op."""
+
+    desc: tuple[int, ...]
+    anc: tuple[int, ...]
+    nbr: tuple[int, ...]
+    pred: tuple[int, ...]
+    succ: tuple[int, ...]
+
+    @classmethod
+    def of(cls, graph: ComputeGraph) -> _Closure:
+        n = len(graph)
+        anc = [0] * n
+        for v in range(n):  # ids are topological
+            m = 1 << v
+            for p in graph.predecessors(v):
+                m |= anc[p]
+            anc[v] = m
+        desc = [0] * n
+        for v in reversed(range(n)):
+            m = 1 << v
+            for s in graph.successors(v):
+                m |= desc[s]
+            desc[v] = m
+        pred = [sum(1 << p for p in graph.predecessors(v)) for v in range(n)]
+        succ = [sum(1 << s for s in graph.successors(v)) for v in range(n)]
+        nbr = [p | s for p, s in zip(pred, succ, strict=True)]
+        return cls(tuple(desc), tuple(anc), tuple(nbr), tuple(pred), tuple(succ))
+
+
+def _union(table: tuple[int, ...], ops: Iterable[int]) -> int:
+    out = 0
+    for o in ops:
+        out |= table[o]
+    return out
+
+
+def enumerate_space(graph: ComputeGraph, cache: CostCache, *, max_sets: int | None = None,
+                    time_limit: float | None = None) -> CandidateSpace:
+    """All connected convex sets the module's pruning rules keep, with their lower bounds.
+
+    Args:
+        graph: The network (ids topological).
+        cache: Group costs of (graph, hardware, dataflow): its dataflow, hardware and
+            unfusable ops decide the pruning; nothing is costed here.
+        max_sets: Stop once this many sets are found (None: no cap).
+        time_limit: Stop after this many seconds (None: no cap).
+
+    Returns:
+        The sets; ``complete`` is False when a cap stopped the growth.
+    """
+    for name, cap in (("max_sets", max_sets), ("time_limit", time_limit)):
+        if cap is not None and cap <= 0:
+            raise ValueError(f"{name} must be positive or None, got {cap!r}")
+    return _Growth(graph, cache, max_sets, time_limit).run()
+
+
+class _Growth:
+    """One enumeration run (the mutable bookkeeping behind `enumerate_space`)."""
+
+    def __init__(self, graph: ComputeGraph, cache: CostCache, max_sets: int | None,
+                 time_limit: float | None) -> None:
+        self.graph, self.cache, self.hw = graph, cache, cache.hw
+        self.scheme = str(getattr(cache.scheme, "value", cache.scheme)).lower()
+        self.unfusable_mask = sum(1 << o for o in cache.unfusable)
+        self.max_sets, self.time_limit = max_sets, time_limit
+        self.closure = _Closure.of(graph)
+        self.weights = [op.weight_elems * cache.hw.dtype_bytes for op in graph]
+        self.out_elems = [op.output_elems for op in graph]
+        self.is_output = [o in graph.output_set for o in range(len(graph))]
+        self.network_inputs = [tuple(r for r in op.inputs if r < 0) for op in graph]
+        # ops where a whole-map dependence starts: BRR-incompatibility needs one of them
+        self.whole_mask = sum(1 << op.id for op in graph if height(op.output_shape) == 1
+                              and any(height(s) > 1 for s in op.input_shapes))
+        self.masks: list[int] = []
+        self.seen: set[int] = set()
+        self.pruned = 0
+        self.start = time.perf_counter()
+
+    def run(self) -> CandidateSpace:
+        n = len(self.graph)
+        for o in range(n):
+            self.seen.add(1 << o)
+            self.masks.append(1 << o)
+        grows = self.scheme != "lbl"
+        queue = deque(1 << o for o in range(n) if grows and not self.unfusable_mask >> o & 1)
+        reason = self._grow(queue)
+        lb = [self._lower_bound(m) for m in self.masks]
+        c = self.closure
+        preds = tuple(_union(c.pred, bits(m)) & ~m for m in self.masks)
+        return CandidateSpace(tuple(self.masks), preds, tuple(d for d, _ in lb),
+                              tuple(y for _, y in lb), not reason, reason, self.pruned,
+                              time.perf_counter() - self.start)
+
+    def _grow(self, queue: deque[int]) -> str:
+        c = self.closure
+        while queue:
+            cap = self._cap()
+            if cap:
+                return cap
+            mask = queue.popleft()
+            ops = bits(mask)
+            frontier = _union(c.nbr, ops) & ~mask & ~self.unfusable_mask
+            desc, anc = _union(c.desc, ops), _union(c.anc, ops)
+            for v in bits(frontier):
+                grown = (desc | c.desc[v]) & (anc | c.anc[v])
+                if grown in self.seen:
+                    continue
+                self.seen.add(grown)
+                if self._prune(grown):
+                    self.pruned += 1
+                    continue
+                self.masks.append(grown)
+                queue.append(grown)
+        return ""
+
+    def _cap(self) -> str:
+        if self.max_sets is not None and len(self.masks) >= self.max_sets:
+            return f"set cap ({self.max_sets:,})"
+        if self.time_limit is not None and time.perf_counter() - self.start > self.time_limit:
+            return f"time cap ({self.time_limit:g} s)"
+        return ""
+
+    def _prune(self, mask: int) -> bool:
+        if mask & self.unfusable_mask:
+            return True
+        if self.scheme == "lbdf":
+            return sum(self.weights[o] for o in bits(mask)) > self.hw.buffer_bytes
+        if self.scheme == "brr" and mask & self.whole_mask:
+            return bool(incompatibility(self.graph, bits(mask)))
+        return False
+
+    def _lower_bound(self, mask: int) -> tuple[int, int]:
+        """Compulsory bytes (as `compulsory_bytes`, from masks) and the cycles they take."""
+        ops = bits(mask)
+        if len(ops) == 1 and self.unfusable_mask >> ops[0] & 1:
+            return 0, 0  # runs layer by layer, tiled: no bound is claimed
+        g, c = self.graph, self.closure
+        entering = _union(c.pred, ops) & ~mask
+        network_inputs = {r for o in ops for r in self.network_inputs[o]}
+        elems = (sum(self.out_elems[p] for p in bits(entering))
+                 + sum(g.tensor_elems(r) for r in network_inputs)
+                 + sum(self.out_elems[o] for o in ops
+                       if self.is_output[o] or c.succ[o] & ~mask)
+                 + sum(g[o].weight_elems for o in ops))
+        dram = elems * self.hw.dtype_bytes
+        return dram, timing(dram, 0, sum(g[o].macs for o in ops), self.hw).cycles

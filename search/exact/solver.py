@@ -1,0 +1,440 @@
+"""Exact partition solver: shortest path over the down-sets of the DAG.
+
+Plan DRAM is the sum of per-group F_D, so the least-DRAM valid plan is an exact set partition
+over the candidate groups (`search.exact.candidates`) whose graph of groups is acyclic. Such a
+plan has a topological order of its groups; placing them in that order, every group is placed
+when all its producers already are. So the states are the sets of placed ops reachable this way
+(each one closed under predecessors, a *down-set*), and an arc adds one candidate disjoint from
+the state whose external producers all lie in it. The graph of groups of any path from the empty
+set to all ops is acyclic by construction (every edge between groups goes from an earlier arc to
+a later one), and every valid plan is a path, so the shortest path is the optimum.
+
+Applicable sets are found through their smallest op, which is a source of the group and so lies
+on the state's frontier (unplaced ops whose producers are all placed). Groups are costed
+*lazily* by an A* search over the down-sets: an arc enters the queue priced at its set's lower
+bound (`search.exact.candidates`: F_D >= compulsory traffic, cycles >= their roofline), with
+the heuristic h(S) = least lower-bound cost to complete S over all sets (fitting or not), which
+is consistent. Only when a lower-bound entry reaches the front of the queue is its set costed
+through the `CostCache` (dropped if it does not fit, else re-queued at its true cost); a state
+is settled when a costed entry reaches it. Every arc of a cheaper path would have been popped
+first, so the first settled full state is optimal, as with costing every set first, at a
+fraction of the group evaluations. Keys are (DRAM, cycles) tuples (lower bounds hold for both
+components, so the lexicographic order is respected), ties broken by push order: least DRAM,
+then least cycles, then deterministically.
+
+Caps: with `max_costed` or a time limit reached, sets not yet costed count as not running; the
+plan is then optimal among the sets costed, and the key where the cap first dropped a set is a
+proven lower bound on the optimum (every path, the optimal one included, had an entry in the
+queue at or above it).
+
+Two-objective fronts:
+
+* ``dram,cycles``: both are additive over groups, so a label-setting DP over the same states
+  with Pareto sets of (DRAM, cycles) labels gives the exact front.
+* ``dram,mbu``: the search's ``mbu`` objective (`search.problem.PlanScore.fused_mbu_bytes`: the
+  largest F_beta over groups of two or more ops, 0 layer by layer) is not additive; an epsilon
+  constraint solves the DRAM problem with the multi-op candidates of F_beta <= t (singletons
+  always allowed), for t walking down the distinct F_beta values of the multi-op candidates
+  (each step below the MBU of the last optimum, down to layer by layer), and keeps the
+  non-dominated points.
+"""
+
+from __future__ import annotations
+
+import heapq
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from search.exact.candidates import (
+    Candidate,
+    CandidateSpace,
+    costed_candidates,
+    enumerate_space,
+    evaluate_set,
+)
+from simulator.cost import CostCache
+from simulator.plan import FusionGroup, PartitionPlan
+from simulator.workload.graph import ComputeGraph
+
+__all__ = ["ExactResult", "FrontPoint", "StateCap", "enumerate_space", "front", "optimum",
+           "solve"]
+
+
+class StateCap(RuntimeError):
+    """The down-set DP met more states than its cap allows."""
+
+
+@dataclass(frozen=True)
+class ExactResult:
+    """The least-DRAM valid plan among the candidate sets.
+
+    Attributes:
+        plan: The plan.
+        dram_bytes: Its DRAM traffic, whole network (the sum of its groups' F_D).
+        cycles: Its analytic cycles.
+        mbu_bytes: Its largest F_beta over fused groups.
+        candidates: Candidate sets the solver chose from (connected, convex, not pruned).
+        costed: Sets the lazy DP costed through the cost cache.
+        states: Down-sets the DP expanded.
+        seconds: Wall time (enumeration + DP).
+        enumeration_seconds: Part of `seconds` spent enumerating the sets.
+        optimal: True when no cap cut the enumeration: the plan is optimal over all valid plans.
+        cap_reason: Why the answer is only optimal among some sets ("" when optimal).
+        bound_bytes: With a costing cap, a proven lower bound on the optimum's DRAM (the A*
+            key where the cap first dropped a set); None otherwise.
+    """
+
+    plan: PartitionPlan
+    dram_bytes: int
+    cycles: int
+    mbu_bytes: int
+    candidates: int
+    costed: int
+    states: int
+    seconds: float
+    enumeration_seconds: float
+    optimal: bool
+    cap_reason: str
+    bound_bytes: int | None = None
+
+    def to_dict(self) -> dict[str, object]:
+        """JSON-ready figures (the plan is left out)."""
+        return {"dram_bytes": self.dram_bytes, "cycles": self.cycles,
+                "mbu_bytes": self.mbu_bytes, "groups": len(self.plan),
+                "candidates": self.candidates, "costed": self.costed, "states": self.states,
+                "seconds": round(self.seconds, 4), "optimal": self.optimal,
+                "cap_reason": self.cap_reason, "bound_bytes": self.bound_bytes}
+
+
+@dataclass(frozen=True)
+class FrontPoint:
+    """A point of an exact two-objective front and one plan attaining it.
+
+    Attributes:
+        plan: A plan attaining the point.
+        dram_bytes: Its DRAM traffic.
+        second: Its second objective (cycles or MBU bytes).
+    """
+
+    plan: PartitionPlan
+    dram_bytes: int
+    second: int
+
+
+class _Arcs:
+    """Sets of a space indexed by their smallest op, and the frontier of a down-set."""
+
+    def __init__(self, graph: ComputeGraph, masks: Sequence[int], order: Sequence[int]) -> None:
+        self.n = len(graph)
+        self.pred = [sum(1 << p for p in graph.predecessors(v)) for v in range(self.n)]
+        self.by_op: list[list[int]] = [[] for _ in range(self.n)]
+        for k in order:
+            m = masks[k]
+            self.by_op[(m & -m).bit_length() - 1].append(k)
+
+    def frontier(self, placed: int) -> list[int]:
+        pred = self.pred
+        return [v for v in range(self.n) if not placed >> v & 1 and pred[v] & ~placed == 0]
+
+
+def _path(back: dict[int, Candidate], full: int) -> list[Candidate]:
+    if full not in back and full:
+        raise ValueError("no plan covers every op with these candidates")
+    path, state = [], full
+    while state:
+        c = back[state]
+        path.append(c)
+        state ^= c.mask
+    return path[::-1]
+
+
+@dataclass
+class _Budget:
+    """Caps on the sets the lazy DP costs; once hit, sets not yet costed count as not running."""
+
+    max_costed: int | None
+    deadline: float | None
+    reason: str = ""
+
+    def exhausted(self, costed: int) -> bool:
+        if not self.reason and self.max_costed is not None and costed >= self.max_costed:
+            self.reason = f"costing cap ({self.max_costed:,} sets)"
+        if not self.reason and self.deadline is not None and time.perf_counter() > self.deadline:
+            self.reason = "time cap"
+        return bool(self.reason)
+
+
+def _successors(arcs: _Arcs, space: CandidateSpace,
+                max_states: int | None) -> dict[int, list[int]]:
+    """Every down-set reachable with the sets of `space` (fitting or not): its arcs."""
+    masks, preds = space.masks, space.pred_masks
+    out: dict[int, list[int]] = {}
+    stack = [0]
+    while stack:
+        placed = stack.pop()
+        if placed in out:
+            continue
+        if max_states is not None and len(out) >= max_states:
+            raise StateCap(f"state cap ({max_states:,})")
+        ks = [k for v in arcs.frontier(placed) for k in arcs.by_op[v]
+              if masks[k] & placed == 0 and preds[k] & ~placed == 0]
+        out[placed] = ks
+        stack.extend(placed | masks[k] for k in ks if placed | masks[k] not in out)
+    return out
+
+
+def _heuristic(succ: dict[int, list[int]], space: CandidateSpace) -> dict[int, tuple[int, int]]:
+    """Least lower-bound (DRAM, cycles) to complete each down-set (a consistent heuristic)."""
+    masks, lbd, lbc = space.masks, space.lb_dram, space.lb_cycles
+    h: dict[int, tuple[int, int]] = {}
+    for placed in sorted(succ, key=int.bit_count, reverse=True):
+        best = (0, 0) if not succ[placed] else None
+        for k in succ[placed]:
+            rest = h[placed | masks[k]]
+            cand = (lbd[k] + rest[0], lbc[k] + rest[1])
+            if best is None or cand < best:
+                best = cand
+        h[placed] = best
+    return h
+
+
+_MISSING = object()
+
+
+class _LazyAStar:
+    """A* over the down-sets; each set is costed only when its lower-bound key is popped."""
+
+    def __init__(self, graph: ComputeGraph, cache: CostCache, space: CandidateSpace,
+                 max_states: int | None, budget: _Budget) -> None:
+        self.cache, self.space, self.budget = cache, space, budget
+        order = sorted(range(len(space)), key=lambda k: space.masks[k])
+        arcs = _Arcs(graph, space.masks, order)
+        self.full = (1 << arcs.n) - 1
+        self.succ = _successors(arcs, space, max_states)
+        self.h = _heuristic(self.succ, space)
+        singletons = (k for k in range(len(space)) if space.masks[k].bit_count() == 1)
+        self.known: dict[int, Candidate | None] = {
+            k: evaluate_set(cache, space, k) for k in singletons}  # a plan exists under caps
+        self.g: dict[int, tuple[int, int]] = {0: (0, 0)}
+        self.back: dict[int, Candidate] = {}
+        self.heap: list[tuple[int, int, int, int, int, bool]] = []
+        self.seq = 0
+        self.bound: int | None = None  # least key dropped by a cap: a bound on the optimum
+
+    def _push(self, placed: int, k: int) -> None:
+        nxt = placed | self.space.masks[k]
+        if nxt in self.back:
+            return
+        c = self.known.get(k, _MISSING)
+        if c is None:
+            return
+        g, h = self.g[placed], self.h[nxt]
+        if c is _MISSING:
+            d, y, lazy = self.space.lb_dram[k], self.space.lb_cycles[k], True
+        else:
+            d, y, lazy = c.dram_bytes, c.cycles, False
+        self.seq += 1
+        heapq.heappush(self.heap, (g[0] + d + h[0], g[1] + y + h[1], self.seq, placed, k, lazy))
+
+    def run(self) -> tuple[list[Candidate], int]:
+        for k in self.succ[0]:
+            self._push(0, k)
+        while self.heap and self.full not in self.back:
+            key, _, _, placed, k, lazy = heapq.heappop(self.heap)
+            nxt = placed | self.space.masks[k]
+            if nxt in self.back:
+                continue
+            if lazy:
+                if k not in self.known:
+                    if self.budget.exhausted(len(self.known)):
+                        self.bound = key if self.bound is None else self.bound
+                        continue
+                    self.known[k] = evaluate_set(self.cache, self.space, k)
+                self._push(placed, k)
+                continue
+            c = self.known[k]
+            assert c is not None
+            g = self.g[placed]
+            self.g[nxt], self.back[nxt] = (g[0] + c.dram_bytes, g[1] + c.cycles), c
+            for k2 in self.succ[nxt]:
+                self._push(nxt, k2)
+        return _path(self.back, self.full), len(self.back) + 1
+
+
+def _plan(path: Sequence[Candidate]) -> PartitionPlan:
+    return PartitionPlan(tuple(sorted((FusionGroup(c.ops) for c in path),
+                                      key=lambda g: g.ops[0])))
+
+
+def _mbu(path: Sequence[Candidate]) -> int:
+    return max((c.buffer_bytes for c in path if c.fused), default=0)
+
+
+def solve(graph: ComputeGraph, cache: CostCache, space: CandidateSpace, *,
+          max_costed: int | None = None, time_limit: float | None = None,
+          max_states: int | None = None) -> ExactResult:
+    """The least-DRAM plan over the sets of `space` (module docs); cycles break DRAM ties.
+
+    Args:
+        graph: The network.
+        cache: Group costs of (graph, hardware, dataflow), the same `space` was built with.
+        space: The candidate sets (`enumerate_space`).
+        max_costed: Cost at most this many sets; the rest then count as not running, and the
+            plan is optimal among the sets costed (``optimal=False``).
+        time_limit: The same with a wall-clock limit (seconds, for the DP).
+        max_states: Raise `StateCap` beyond this many down-sets.
+
+    Raises:
+        StateCap: more than `max_states` down-sets would be expanded.
+    """
+    t = time.perf_counter()
+    budget = _Budget(max_costed, None if time_limit is None else t + time_limit)
+    search = _LazyAStar(graph, cache, space, max_states, budget)
+    path, states = search.run()
+    costed = len(search.known)
+    bound = search.bound
+    if budget.reason:
+        budget.reason = (f"{budget.reason}: optimal among the {costed:,} sets costed; the "
+                         f"optimum is >= {bound:,} B")
+    return ExactResult(
+        plan=_plan(path), dram_bytes=sum(c.dram_bytes for c in path),
+        cycles=sum(c.cycles for c in path), mbu_bytes=_mbu(path), candidates=len(space),
+        costed=costed, states=states, seconds=space.seconds + time.perf_counter() - t,
+        enumeration_seconds=space.seconds, optimal=space.complete and not budget.reason,
+        cap_reason="; ".join(r for r in (space.cap_reason, budget.reason) if r),
+        bound_bytes=bound if space.complete else None)
+
+
+def optimum(graph: ComputeGraph, cache: CostCache, *, max_sets: int | None = None,
+            max_costed: int | None = None, time_limit: float | None = None,
+            max_states: int | None = None) -> ExactResult:
+    """The least-DRAM valid plan of the (graph, hardware, dataflow) of `cache`.
+
+    Enumerates the candidate sets (`enumerate_space`, capped by `max_sets`) and solves the
+    down-set shortest path (`solve`, capped by `max_costed`); `time_limit` bounds both together.
+    With a cap hit the result says ``optimal=False`` and why; the plan is still valid.
+
+    Raises:
+        StateCap: more than `max_states` down-sets would be expanded.
+    """
+    t = time.perf_counter()
+    space = enumerate_space(graph, cache, max_sets=max_sets, time_limit=time_limit)
+    left = None if time_limit is None else max(0.0, time_limit - (time.perf_counter() - t))
+    return solve(graph, cache, space, max_costed=max_costed, time_limit=left,
+                 max_states=max_states)
+
+
+def front(graph: ComputeGraph, cache: CostCache, space: CandidateSpace, objectives: str,
+          max_labels: int = 1_000_000) -> list[FrontPoint]:
+    """The exact front of ``"dram,cycles"`` or ``"dram,mbu"`` over the sets of `space`.
+
+    Every set is costed first. Points are sorted by DRAM ascending (the second objective then
+    descends); one plan each.
+
+    Raises:
+        ValueError: unknown objectives, or more than `max_labels` labels (dram,cycles).
+    """
+    key = objectives.replace(" ", "").lower()
+    if key not in ("dram,cycles", "dram,mbu"):
+        raise ValueError(f"unknown objectives {objectives!r}; choose dram,cycles or dram,mbu")
+    cands = costed_candidates(cache, space)
+    if key == "dram,cycles":
+        return _front_cycles(graph, cands, max_labels)
+    return _front_mbu(graph, cands)
+
+
+def _shortest(graph: ComputeGraph, cands: Sequence[Candidate]) -> list[Candidate]:
+    """Least (DRAM, cycles) path over costed candidates (the eager DP of the MBU front)."""
+    arcs = _Arcs(graph, [c.mask for c in cands], range(len(cands)))
+    best: dict[int, tuple[int, int]] = {0: (0, 0)}
+    back: dict[int, Candidate] = {}
+    buckets: dict[int, set[int]] = {0: {0}}
+    for size in range(arcs.n):
+        for placed in sorted(buckets.pop(size, ())):
+            d0, c0 = best[placed]
+            for c in _applicable(arcs, cands, placed):
+                nxt = placed | c.mask
+                cost, old = (d0 + c.dram_bytes, c0 + c.cycles), best.get(nxt)
+                if old is None:
+                    buckets.setdefault(size + len(c.ops), set()).add(nxt)
+                if old is None or cost < old:
+                    best[nxt], back[nxt] = cost, c
+    return _path(back, (1 << arcs.n) - 1)
+
+
+def _applicable(arcs: _Arcs, cands: Sequence[Candidate], placed: int):
+    for v in arcs.frontier(placed):
+        for k in arcs.by_op[v]:
+            c = cands[k]
+            if c.mask & placed == 0 and c.pred_mask & ~placed == 0:
+                yield c
+
+
+_Label = tuple[int, int, int, Candidate | None]  # dram, cycles, parent label index, arc
+
+
+def _nondominated(labels: list[_Label]) -> list[_Label]:
+    labels.sort(key=lambda x: (x[0], x[1]))
+    out: list[_Label] = []
+    for lab in labels:
+        if not out or lab[1] < out[-1][1]:
+            out.append(lab)
+    return out
+
+
+def _front_cycles(graph: ComputeGraph, cands: Sequence[Candidate],
+                  max_labels: int) -> list[FrontPoint]:
+    """Label-setting DP: Pareto (DRAM, cycles) labels per down-set, with back pointers."""
+    arcs = _Arcs(graph, [c.mask for c in cands], range(len(cands)))
+    labels: dict[int, list[_Label]] = {0: [(0, 0, -1, None)]}
+    pending: dict[int, list[_Label]] = {}
+    buckets: dict[int, set[int]] = {0: {0}}
+    count = 1
+    for size in range(arcs.n):
+        for placed in sorted(buckets.pop(size, ())):
+            if placed:
+                labels[placed] = _nondominated(pending.pop(placed))
+            for c in _applicable(arcs, cands, placed):
+                nxt = placed | c.mask
+                if nxt not in pending:
+                    pending[nxt] = []
+                    buckets.setdefault(size + len(c.ops), set()).add(nxt)
+                pending[nxt].extend((d + c.dram_bytes, y + c.cycles, k, c)
+                                    for k, (d, y, _, _) in enumerate(labels[placed]))
+                count += len(labels[placed])
+                if count > max_labels:
+                    raise ValueError(f"more than {max_labels:,} labels")
+    full = (1 << arcs.n) - 1
+    labels[full] = _nondominated(pending.pop(full))
+    return [FrontPoint(_plan(_trace(labels, full, k)), d, y)
+            for k, (d, y, _, _) in enumerate(labels[full])]
+
+
+def _trace(labels: dict[int, list[_Label]], state: int, k: int) -> list[Candidate]:
+    path = []
+    while state:
+        _, _, parent, c = labels[state][k]
+        path.append(c)
+        state, k = state ^ c.mask, parent
+    return path[::-1]
+
+
+def _fused_mbu(path: Sequence[Candidate]) -> int:
+    return max((c.buffer_bytes for c in path if len(c.ops) > 1), default=0)
+
+
+def _front_mbu(graph: ComputeGraph, cands: Sequence[Candidate]) -> list[FrontPoint]:
+    """Epsilon constraint on the MBU, walking down the distinct F_beta of multi-op groups."""
+    levels = sorted({c.buffer_bytes for c in cands if len(c.ops) > 1}, reverse=True)
+    points: list[FrontPoint] = []
+    limit = levels[0] if levels else 0
+    while True:
+        path = _shortest(graph, [c for c in cands if len(c.ops) == 1 or c.buffer_bytes <= limit])
+        dram, mbu = sum(c.dram_bytes for c in path), _fused_mbu(path)
+        if points and points[-1].dram_bytes == dram:
+            points.pop()  # the same DRAM at a lower MBU dominates the previous point
+        points.append(FrontPoint(_plan(path), dram, mbu))
+        if mbu == 0:
+            return points
+        limit = next((x for x in levels if x < mbu), -1)  # -1: singletons only

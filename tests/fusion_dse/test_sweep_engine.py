@@ -1,0 +1,182 @@
+"""Sweeps on Dask into the SQLite store: resume, crash safety, failures, determinism, export.
+
+One 2-worker LocalCluster is shared by the module (`run_sweep(scheduler=...)`); the tests
+that need their own cluster (1 worker, a client killed with SIGKILL) start one.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from fusion_dse.sweep import load_sweep
+from fusion_dse.sweep.engine import run_sweep
+from fusion_dse.sweep.spec import SweepSpec, expand
+from fusion_dse.sweep.store import point_key
+
+ROOT = Path(__file__).resolve().parents[2]
+VARYING = ["started", "finished", "worker", "search_seconds"]
+SMALL = {"model": "squeezenet1_0", "buffer": "64KiB,256KiB", "scheme": "lbdf,brr,lbl",
+         "seed": "0..1", "budget": 20}
+
+
+@pytest.fixture(scope="module")
+def scheduler():
+    from distributed import LocalCluster
+
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                      dashboard_address=None) as cluster:
+        yield cluster.scheduler_address
+
+
+@pytest.fixture(scope="module")
+def small_store(scheduler, tmp_path_factory):
+    """A store of the SMALL sweep plus one two-objective point."""
+    store = tmp_path_factory.mktemp("sweep") / "small.sqlite"
+    spec = SweepSpec(name="small", axes=SMALL,
+                     include=[{"scheme": "lbdf", "buffer": "256KiB", "seed": 0,
+                               "objectives": "dram,mbu", "search": "nsga2"}])
+    outcome = run_sweep(expand(spec), store, "small", scheduler=scheduler, quiet=True)
+    assert outcome.done == outcome.total == 11 and outcome.failed == 0
+    return store
+
+
+def test_rows_hold_the_figures_and_the_blobs(small_store):
+    frame = load_sweep(small_store, blobs=True)
+    assert len(frame) == 11 and set(frame["status"]) == {"done"}
+    assert frame["key"].is_unique
+    searched = frame[frame["search"].notna()]
+    assert (searched["budget_used"] == 20).all()
+    assert (frame["dram_bytes"] >= frame["lower_bound_bytes"]).all()
+    assert (searched["dram_bytes"] <= searched["lbl_dram_bytes"]).all()
+    lbl = frame[frame["scheme"] == "lbl"]
+    assert len(lbl) == 2 and lbl["seed"].isna().all()
+    assert (lbl["dram_bytes"] == lbl["lbl_dram_bytes"]).all()
+    history = pd.read_json(__import__("io").StringIO(searched["history"].iloc[0]),
+                           orient="split")
+    assert list(history["evaluation"]) == list(range(1, 21))
+    assert frame["pareto"].notna().sum() == 1
+
+
+def test_rerun_skips_done_points(small_store, scheduler):
+    spec = SweepSpec(name="small", axes=SMALL)
+    before = load_sweep(small_store)
+    outcome = run_sweep(expand(spec), small_store, "small", scheduler=scheduler, quiet=True)
+    assert (outcome.total, outcome.skipped, outcome.done, outcome.failed) == (10, 10, 0, 0)
+    pd.testing.assert_frame_equal(load_sweep(small_store), before)
+
+
+def test_failing_point_is_recorded_and_the_rest_complete(scheduler, tmp_path):
+    broken = tmp_path / "broken.json"
+    broken.write_text("{not a graph")
+    store = tmp_path / "f.sqlite"
+    points = expand(SweepSpec(axes={"model": ["squeezenet1_0", str(broken)],
+                                    "buffer": "128KiB", "budget": 20}))
+    outcome = run_sweep(points, store, "f", scheduler=scheduler, quiet=True)
+    assert (outcome.done, outcome.failed) == (1, 1)
+    frame = load_sweep(store).set_index("model")
+    assert frame.loc["squeezenet1_0", "status"] == "done"
+    failed = frame.loc[str(broken)]
+    assert failed["status"] == "failed" and "\n" not in failed["error"]
+    assert failed["error"].split(":")[0].endswith("Error")
+    # not retried unless asked; then retried (and failing again, still one row)
+    assert run_sweep(points, store, "f", scheduler=scheduler, quiet=True).skipped == 2
+    again = run_sweep(points, store, "f", scheduler=scheduler, retry_failed=True, quiet=True)
+    assert (again.skipped, again.failed) == (1, 1) and len(load_sweep(store)) == 2
+
+
+@pytest.mark.slow
+def test_one_and_two_workers_give_identical_rows(small_store, tmp_path):
+    spec = SweepSpec(axes={**SMALL, "scheme": "lbdf,brr"})
+    one = tmp_path / "one.sqlite"
+    outcome = run_sweep(expand(spec), one, "small", workers=1, quiet=True)
+    assert outcome.workers == 1 and outcome.done == 8
+    frame_one = load_sweep(one, blobs=True).drop(columns=VARYING)
+    frame_two = load_sweep(small_store, blobs=True).drop(columns=VARYING)
+    frame_two = frame_two[frame_two["key"].isin(frame_one["key"])]
+    pd.testing.assert_frame_equal(frame_one.sort_values("key").reset_index(drop=True),
+                                  frame_two.sort_values("key").reset_index(drop=True),
+                                  check_dtype=False)  # an all-None column reads as object
+
+
+@pytest.mark.slow
+def test_sigkill_mid_sweep_then_resume_loses_and_duplicates_nothing(scheduler, tmp_path):
+    store = tmp_path / "k.sqlite"
+    argv = ["--models", "squeezenet1_0", "--buffers", "64KiB..512KiB:x2", "--seeds", "0..2",
+            "--budget", "20", "--store", str(store), "--quiet"]
+    proc = subprocess.Popen([sys.executable, "-m", "fusion_dse", "sweep", *argv,
+                             "--workers", "1"], cwd=ROOT, start_new_session=True,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 240
+        while _done_rows(store) < 2 and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.2)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+    finally:
+        _kill_group(proc.pid)
+    before = load_sweep(store)
+    assert 2 <= len(before) < 12, "the client was killed mid-sweep"
+    points = expand(SweepSpec(axes={"model": "squeezenet1_0", "buffer": "64KiB..512KiB:x2",
+                                    "seed": "0..2", "budget": 20}))
+    outcome = run_sweep(points, store, "sweep", scheduler=scheduler, quiet=True)
+    after = load_sweep(store)
+    assert outcome.skipped == len(before) and len(after) == 12 == outcome.total
+    assert after["key"].is_unique and set(after["status"]) == {"done"}
+    assert set(after["key"]) == {point_key(p) for p in points}
+    kept = after.set_index("key").loc[before["key"]]
+    assert list(kept["finished"]) == list(before["finished"])  # committed rows untouched
+    with sqlite3.connect(store) as db:
+        assert db.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+
+
+def _done_rows(store: Path) -> int:
+    if not store.exists():
+        return 0
+    try:
+        with sqlite3.connect(store, timeout=0.1) as db:
+            return db.execute("SELECT COUNT(*) FROM points WHERE status='done'").fetchone()[0]
+    except sqlite3.OperationalError:
+        return 0
+
+
+def _kill_group(pid: int) -> None:
+    """End the worker processes the killed client left (they are in its session)."""
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+def test_load_sweep_and_export_round_trip(cli, small_store, tmp_path):
+    frame = load_sweep(small_store)
+    assert {"key", "model", "scheme", "buffer_bytes", "dram_bytes", "status"} <= set(frame)
+    assert "history" not in frame and len(frame) == 11
+    csv = tmp_path / "s.csv"
+    code, out, _ = cli("sweep", "export", str(small_store), "--format", "csv", "--out",
+                       str(csv))
+    assert code == 0 and "11 points" in out
+    back = pd.read_csv(csv)
+    assert list(back["key"]) == list(frame["key"])
+    assert list(back["dram_bytes"]) == list(frame["dram_bytes"])
+    parquet = tmp_path / "s.parquet"
+    code, _, _ = cli("sweep", "export", str(small_store), "--format", "parquet", "--out",
+                     str(parquet))
+    pd.testing.assert_frame_equal(pd.read_parquet(parquet), frame)
+
+
+def test_load_sweep_rejects_what_is_not_a_store(tmp_path):
+    from simulator.errors import InputError
+
+    junk = tmp_path / "junk.sqlite"
+    junk.write_text("not sqlite at all, " * 100)
+    with pytest.raises(InputError, match="not a sweep store|cannot open sweep store"):
+        load_sweep(junk)

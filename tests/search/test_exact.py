@@ -1,0 +1,358 @@
+"""Exact solver (search.exact): brute force, MILP cross-check, heuristics, caps, fronts."""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from search.baselines import segment_dp
+from search.exact import costed_candidates, enumerate_space, front, optimum, solve
+from search.exact.candidates import bits
+from search.exact.milp import solve_milp
+from simulator.cost import CostCache, evaluate_plan
+from simulator.cost.traffic import compulsory_bytes
+from simulator.hw import load_hw
+from simulator.plan import PartitionPlan
+from simulator.workload.graph import ComputeGraph
+from tests.search.conftest import SMALL_NETS, Net
+
+BUFFERS = (1_500, 3_000, 6_000, 1 << 20)
+SCHEMES = ("lbdf", "brr")
+
+
+# --- brute force -----------------------------------------------------------------------------
+
+
+def _runs(cache: CostCache, ops: tuple[int, ...]) -> bool:
+    unfusable = set(cache.unfusable)
+    if len(ops) == 1 and ops[0] in unfusable:
+        return True
+    return not unfusable.intersection(ops) and cache.group(ops).fits
+
+
+def _runnable_sets(graph: ComputeGraph, cache: CostCache) -> list[tuple[int, ...]]:
+    """Every weakly connected op set that runs (unfusable ops only alone)."""
+    n = len(graph)
+    found = []
+    for size in range(1, n + 1):
+        for ops in itertools.combinations(range(n), size):
+            if graph.is_weakly_connected(ops) and _runs(cache, ops):
+                found.append(ops)
+    return found
+
+
+def _all_plans(graph: ComputeGraph, cache: CostCache):
+    """Every partition into runnable connected sets that `evaluate_plan` calls valid."""
+    by_first: dict[int, list[tuple[int, ...]]] = {}
+    for ops in _runnable_sets(graph, cache):
+        by_first.setdefault(ops[0], []).append(ops)
+    n = len(graph)
+
+    def rec(covered: frozenset[int], groups: list[tuple[int, ...]]):
+        if len(covered) == n:
+            yield list(groups)
+            return
+        first = min(set(range(n)) - covered)
+        for ops in by_first.get(first, ()):
+            if covered.isdisjoint(ops):
+                yield from rec(covered | set(ops), [*groups, ops])
+
+    for groups in rec(frozenset(), []):
+        plan = PartitionPlan.of(groups)
+        cost = evaluate_plan(graph, plan, cache.hw, cache.scheme, cache)
+        if cost.valid:
+            yield plan, cost
+
+
+def _brute(graph: ComputeGraph, cache: CostCache):
+    plans = list(_all_plans(graph, cache))
+    assert plans, "layer by layer is always valid"
+    return plans
+
+
+def _pareto(points):
+    pts = sorted(set(points))
+    out = []
+    for a, b in pts:
+        if not out or b < out[-1][1]:
+            out.append((a, b))
+    return out
+
+
+def _check_optimum(graph: ComputeGraph, cache: CostCache):
+    res = optimum(graph, cache)
+    cost = evaluate_plan(graph, res.plan, cache.hw, cache.scheme, cache)
+    assert cost.valid, cost.violations
+    assert cost.dram_bytes == res.dram_bytes and cost.cycles == res.cycles
+    assert res.optimal and res.cap_reason == ""
+    plans = _brute(graph, cache)
+    best = min(c.dram_bytes for _, c in plans)
+    assert res.dram_bytes == best
+    assert res.cycles == min(c.cycles for _, c in plans if c.dram_bytes == best)
+    return res, plans
+
+
+# --- random small DAGs -----------------------------------------------------------------------
+
+
+@st.composite
+def small_dags(draw) -> ComputeGraph:
+    """Convolutions, activations, residual adds and concats over 5-8 ops."""
+    net = Net("random", (1, 8, 8, 8))
+    tensors = ["x"]
+    used: set[str] = set()
+    for k in range(draw(st.integers(5, 8))):
+        kind = draw(st.sampled_from(["conv", "conv", "unary", "add", "concat"]))
+        a = draw(st.sampled_from(tensors[-3:]))
+        shape = net.b.shape_of(a)
+        partners = [t for t in tensors if t != a and net.b.shape_of(t)[2:] == shape[2:]]
+        same = [t for t in partners if net.b.shape_of(t) == shape]
+        name = f"{kind}{k}"
+        if kind == "add" and same:
+            b = draw(st.sampled_from(same))
+            net.add(name, a, b)
+            used.add(b)
+        elif kind == "concat" and partners:
+            b = draw(st.sampled_from(partners))
+            net.concat(name, a, b)
+            used.add(b)
+        elif kind == "unary":
+            net.unary(name, a)
+        else:
+            net.conv(name, a, 8, k=draw(st.sampled_from([1, 3])))
+        used.add(a)
+        tensors.append(name)
+    return net.build(*[t for t in tensors[1:] if t not in used])
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(graph=small_dags(), scheme=st.sampled_from(SCHEMES), buffer=st.sampled_from(BUFFERS))
+def test_exact_equals_brute_force_on_random_dags(graph, scheme, buffer):
+    _check_optimum(graph, CostCache(graph, load_hw("edge-npu", {"buffer": buffer}), scheme))
+
+
+@pytest.mark.parametrize("name", sorted(SMALL_NETS))
+@pytest.mark.parametrize("scheme", SCHEMES)
+@pytest.mark.parametrize("buffer", BUFFERS)
+def test_exact_equals_brute_force_on_paper_graphs(name, scheme, buffer, hw):
+    graph = SMALL_NETS[name]()
+    cache = CostCache(graph, hw(buffer), scheme)
+    res, _ = _check_optimum(graph, cache)
+    milp = solve_milp(graph, costed_candidates(cache, enumerate_space(graph, cache)))
+    assert milp.dram_bytes == res.dram_bytes
+
+
+@pytest.mark.parametrize("name", sorted(SMALL_NETS))
+@pytest.mark.parametrize("scheme", SCHEMES)
+def test_fronts_equal_brute_force(name, scheme, hw):
+    graph = SMALL_NETS[name]()
+    cache = CostCache(graph, hw(3_000), scheme)
+    plans = _brute(graph, cache)
+    space = enumerate_space(graph, cache)
+    cyc = front(graph, cache, space, "dram,cycles")
+    assert [(p.dram_bytes, p.second) for p in cyc] == _pareto(
+        (c.dram_bytes, c.cycles) for _, c in plans)
+    mbu = front(graph, cache, space, "dram, mbu")
+    assert [(p.dram_bytes, p.second) for p in mbu] == _pareto(
+        (c.dram_bytes, max((g.buffer_bytes for g in c.groups if len(g.ops) > 1), default=0))
+        for _, c in plans)
+    for p in (*cyc, *mbu):
+        assert evaluate_plan(graph, p.plan, cache.hw, scheme, cache).valid
+
+
+def test_unknown_front_objectives_rejected(hw):
+    graph = SMALL_NETS["fire"]()
+    cache = CostCache(graph, hw(3_000), "lbdf")
+    with pytest.raises(ValueError, match="dram,energy"):
+        front(graph, cache, enumerate_space(graph, cache), "dram,energy")
+
+
+# --- the candidate space ---------------------------------------------------------------------
+
+
+def _convex(graph: ComputeGraph, ops: tuple[int, ...]) -> bool:
+    s = set(ops)
+    desc: set[int] = set()
+    stack = [m for o in ops for m in graph.successors(o) if m not in s]
+    while stack:  # ops reachable by leaving the set; none may lead back into it
+        v = stack.pop()
+        if v in desc:
+            continue
+        desc.add(v)
+        stack.extend(graph.successors(v))
+    return not desc & s
+
+
+@pytest.mark.parametrize("name", sorted(SMALL_NETS))
+@pytest.mark.parametrize("scheme", SCHEMES)
+@pytest.mark.parametrize("buffer", BUFFERS)
+def test_space_holds_every_runnable_convex_set(name, scheme, buffer, hw):
+    """Completeness of the enumeration and its pruning, against all subsets."""
+    graph = SMALL_NETS[name]()
+    cache = CostCache(graph, hw(buffer), scheme)
+    space = enumerate_space(graph, cache)
+    masks = set(space.masks)
+    assert len(masks) == len(space.masks) and space.complete
+    for ops in _runnable_sets(graph, cache):
+        if _convex(graph, ops):
+            assert sum(1 << o for o in ops) in masks, ops
+    for m in space.masks:  # everything enumerated is connected and convex
+        assert graph.is_weakly_connected(bits(m)) and _convex(graph, bits(m))
+
+
+@pytest.mark.parametrize("name", sorted(SMALL_NETS))
+@pytest.mark.parametrize("scheme", SCHEMES)
+def test_lower_bounds_hold(name, scheme, hw):
+    graph = SMALL_NETS[name]()
+    cache = CostCache(graph, hw(1 << 20), scheme)
+    space = enumerate_space(graph, cache)
+    for k, m in enumerate(space.masks):
+        ops = bits(m)
+        assert space.lb_dram[k] == compulsory_bytes(graph, ops, cache.hw.dtype_bytes)
+        cost = cache.group(ops)
+        assert cost.dram_bytes >= space.lb_dram[k] and cost.timing.cycles >= space.lb_cycles[k]
+        if scheme == "lbdf":
+            assert cost.dram_bytes == space.lb_dram[k]
+
+
+def test_lbdf_prunes_on_weights_only(hw):
+    graph = SMALL_NETS["residual"]()
+    cache = CostCache(graph, hw(1_500), "lbdf")
+    space = enumerate_space(graph, cache)
+    weights = [op.weight_elems * cache.hw.dtype_bytes for op in graph]
+    assert space.pruned > 0
+    assert all(sum(weights[o] for o in bits(m)) <= 1_500 for m in space.masks[len(graph):])
+
+
+# --- a cycle of convex groups ----------------------------------------------------------------
+
+
+def crossed_net() -> ComputeGraph:
+    """Two chains a1 -> a2, b1 -> b2 crossed (a1 -> b2, b1 -> a2): the convex groups
+    {a1, b2} and {b1, a2} form a cycle."""
+    n = Net("crossed")
+    a1, b1 = n.conv("a1", "x", 8), n.conv("b1", "x", 8)
+    return n.build(n.add("a2", a1, b1), n.add("b2", b1, a1))
+
+
+def test_cyclic_pair_of_convex_groups(hw):
+    graph = crossed_net()
+    cache = CostCache(graph, hw(1 << 20), "lbdf")
+    a1, b1, a2, b2 = (graph.id_of(x) for x in ("a1", "b1", "a2", "b2"))
+    keep = {1 << o for o in range(len(graph))} | {1 << a1 | 1 << b2, 1 << b1 | 1 << a2}
+    space = enumerate_space(graph, cache)
+    assert keep <= set(space.masks)
+    idx = [k for k, m in enumerate(space.masks) if m in keep]
+    pick = {f.name: tuple(getattr(space, f.name)[k] for k in idx)
+            for f in dataclasses.fields(space) if isinstance(getattr(space, f.name), tuple)}
+    restricted = dataclasses.replace(space, **pick)
+    cands = costed_candidates(cache, restricted)
+    both = sum(c.dram_bytes for c in cands if len(c.ops) == 2)  # the cyclic cover
+    milp = solve_milp(graph, cands)
+    res = solve(graph, cache, restricted)
+    assert milp.cuts >= 1, "the cyclic pair is the cheapest cover: the MILP must cut it"
+    assert milp.dram_bytes == res.dram_bytes > both
+    assert evaluate_plan(graph, res.plan, cache.hw, "lbdf", cache).valid
+
+
+# --- MILP cross-check on the zoo -------------------------------------------------------------
+
+
+def _zoo_agree(model: str, hw) -> None:
+    from simulator.workload.loader import load_zoo
+
+    graph = load_zoo(model)
+    cache = CostCache(graph, hw(128 * 1024), "lbdf")
+    space = enumerate_space(graph, cache)
+    res = solve(graph, cache, space)
+    milp = solve_milp(graph, costed_candidates(cache, space))
+    assert milp.dram_bytes == res.dram_bytes
+    cost = evaluate_plan(graph, res.plan, cache.hw, "lbdf", cache)
+    assert cost.valid and cost.dram_bytes == res.dram_bytes
+    assert segment_dp(graph, cache).dram_bytes >= res.dram_bytes
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("model", ["resnet18", "squeezenet1_0", "mobilenet_v2"])
+def test_milp_agrees_on_zoo(model, hw):
+    _zoo_agree(model, hw)
+
+
+# --- heuristics never beat the optimum -------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", sorted(SMALL_NETS))
+@pytest.mark.parametrize("scheme", SCHEMES)
+@pytest.mark.parametrize("algo", ["rs", "ls"])
+def test_no_heuristic_beats_exact(name, scheme, algo, hw):
+    from search import SearchProblem, make_algorithm, run_search
+
+    graph = SMALL_NETS[name]()
+    hardware = hw(3_000)
+    cache = CostCache(graph, hardware, scheme)
+    best = optimum(graph, cache).dram_bytes
+    assert segment_dp(graph, cache).dram_bytes >= best
+    for seed in range(3):
+        result = run_search(SearchProblem(graph, hardware, scheme), make_algorithm(algo), 40,
+                            np.random.default_rng(seed))
+        assert result.cost.dram_bytes >= best
+
+
+# --- caps, determinism -----------------------------------------------------------------------
+
+
+def test_costing_cap_is_reported(hw):
+    graph = SMALL_NETS["fire"]()
+    cache = CostCache(graph, hw(1 << 20), "brr")
+    full = optimum(graph, CostCache(graph, hw(1 << 20), "brr"))
+    capped = optimum(graph, cache, max_costed=len(graph) + 1)
+    assert not capped.optimal and "costing cap" in capped.cap_reason
+    assert capped.costed <= len(graph) + 1
+    assert evaluate_plan(graph, capped.plan, cache.hw, "brr", cache).valid
+    assert capped.dram_bytes >= full.dram_bytes
+
+
+def test_set_cap_is_reported(hw):
+    graph = SMALL_NETS["residual"]()
+    cache = CostCache(graph, hw(1 << 20), "lbdf")
+    capped = optimum(graph, cache, max_sets=len(graph) + 2)
+    assert not capped.optimal and "set cap" in capped.cap_reason
+    assert evaluate_plan(graph, capped.plan, cache.hw, "lbdf", cache).valid
+
+
+def test_deterministic(hw):
+    graph = SMALL_NETS["fire"]()
+    a = optimum(graph, CostCache(graph, hw(3_000), "brr"))
+    b = optimum(graph, CostCache(graph, hw(3_000), "brr"))
+    assert a.plan == b.plan and a.to_dict()["costed"] == b.to_dict()["costed"]
+
+
+def test_bad_caps_rejected(hw):
+    graph = SMALL_NETS["fire"]()
+    with pytest.raises(ValueError, match="max_sets"):
+        enumerate_space(graph, CostCache(graph, hw(3_000), "lbdf"), max_sets=0)
+
+
+# --- the ask-and-tell adapter ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("objectives", ["dram", "dram,mbu"])
+def test_exact_search_through_driver(objectives, hw):
+    from search import SearchProblem, run_search
+    from search.algorithms.base import SearchAlgorithm
+    from search.exact.algorithm import ExactSearch
+
+    graph = SMALL_NETS["fire"]()
+    hardware = hw(3_000)
+    algo = ExactSearch()
+    assert isinstance(algo, SearchAlgorithm)
+    result = run_search(SearchProblem(graph, hardware, "brr", objectives), algo, 5,
+                        np.random.default_rng(0))
+    best = optimum(graph, CostCache(graph, hardware, "brr"))
+    assert algo.done and result.cost.dram_bytes == best.dram_bytes
+    assert result.plan == best.plan
