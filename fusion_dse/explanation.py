@@ -20,7 +20,7 @@ from explain.tree_split import Explainer, GetSplitter, SplitChoice
 from fusion_dse.api import resolve_hw
 from simulator.cost import CostCache, GroupCost
 from simulator.errors import InputError
-from simulator.hw import HardwareConfig
+from simulator.hw import DEFAULT_PRESET, HardwareConfig
 from simulator.workload.graph import ComputeGraph
 from simulator.workload.loader import load
 
@@ -105,7 +105,7 @@ def parse_group(graph: ComputeGraph, spec: str) -> tuple[int, ...]:
     return group
 
 
-def explain_group(model: str | ComputeGraph, group: str, hw: str | HardwareConfig = "edge-npu",
+def explain_group(model: str | ComputeGraph, group: str, hw: str | HardwareConfig = DEFAULT_PRESET,
                   scheme: str = "lbdf", explainer: str | Explainer = "gnne",
                   overrides: Mapping[str, Any] | None = None, seed: int = 0,
                   top: int = 8) -> GroupExplanation:

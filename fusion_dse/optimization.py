@@ -26,13 +26,14 @@ from fusion_dse.plots import budget_figure, pareto_figure
 from search.result import SearchResult
 from simulator.errors import InputError
 from simulator.hw import HardwareConfig
+from simulator.scheme import Scheme
 from simulator.workload.graph import ComputeGraph
 
 __all__ = ["optimize", "plan_document", "write_outputs"]
 
 
 def optimize(model: str | ComputeGraph, hw: str | HardwareConfig = "edge-npu",
-             scheme: str = "lbdf", search: str = "ls", repair: str = "random",
+             scheme: str | Scheme = Scheme.LBDF, search: str = "ls", repair: str = "random",
              budget: int = 2000, seed: int = 0, objectives: str | Sequence[str] = ("dram",),
              overrides: Mapping[str, Any] | None = None,
              progress: bool | Callable[[int, int | None], None] = False,
@@ -43,7 +44,7 @@ def optimize(model: str | ComputeGraph, hw: str | HardwareConfig = "edge-npu",
     Args:
         model: Zoo name, .onnx or graph .json path, ``module:callable``, or a graph.
         hw: Hardware preset name, YAML path or configuration.
-        scheme: Fusion dataflow, ``lbdf`` or ``brr``.
+        scheme: Fusion dataflow, LBDF or BRR (`Scheme` or its name).
         search: Name in `search.registry.SEARCHES`: ``rs`` (random), ``ls`` (local) or
             ``nsga2``.
         repair: Name in `search.registry.REPAIRS`, the splitter for groups over the buffer:

@@ -40,6 +40,7 @@ from search.splitter import Splitter
 from simulator.cost import CostCache
 from simulator.errors import InputError
 from simulator.hw import HardwareConfig
+from simulator.scheme import Scheme
 from simulator.workload.graph import ComputeGraph
 from simulator.workload.loader import load
 
@@ -78,7 +79,7 @@ class RunSpec:
 
     model: str | ComputeGraph
     hw: str | HardwareConfig = "edge-npu"
-    scheme: str = "lbdf"
+    scheme: str | Scheme = Scheme.LBDF
     search: str = "ls"
     repair: str = "random"
     budget: int = 2000

@@ -27,14 +27,17 @@ class Scheme(StrEnum):
         """The scheme named `value` (case-insensitive), among `choices` (default: all).
 
         Raises:
-            InputError: `value` names no scheme of `choices` (quoted, with the choices).
+            InputError: `value` names no scheme, or none of `choices` (quoted, with the
+                choices).
         """
         allowed = tuple(cls) if choices is None else choices
         name = str(value).strip().lower()
         for scheme in allowed:
             if scheme.value == name:
                 return scheme
-        raise InputError(f"unknown scheme {str(value)!r}; choose one of "
+        known = name in {s.value for s in cls}
+        raise InputError(f"{'scheme' if known else 'unknown scheme'} {str(value)!r}"
+                         f"{' is not supported here' if known else ''}; choose one of "
                          f"{', '.join(s.value for s in allowed)}")
 
     @property

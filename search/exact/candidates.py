@@ -49,14 +49,15 @@ from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from simulator.cost import CostCache, GroupCost
+from simulator.cost import CostCache
 from simulator.cost.brr import incompatibility
 from simulator.cost.rows import height
 from simulator.cost.types import timing
+from simulator.scheme import Scheme
 from simulator.workload.graph import ComputeGraph
 
 __all__ = ["Candidate", "CandidateSpace", "bits", "costed_candidates", "enumerate_space",
-           "evaluate_set", "run_cost"]
+           "evaluate_set"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,16 +122,6 @@ def bits(mask: int) -> tuple[int, ...]:
     return tuple(out)
 
 
-def run_cost(cache: CostCache, ops: tuple[int, ...]) -> GroupCost:
-    """What running `ops` as a group costs (an unfusable op alone runs layer by layer)."""
-    run = getattr(cache, "run", None)
-    if callable(run):
-        return run(ops)
-    if len(ops) == 1 and ops[0] in set(cache.unfusable):
-        return cache.lbl(ops[0])
-    return cache.group(ops)
-
-
 def evaluate_set(cache: CostCache, space: CandidateSpace, k: int) -> Candidate | None:
     """Cost set `k` of `space`: the candidate if it runs, else None.
 
@@ -139,16 +130,15 @@ def evaluate_set(cache: CostCache, space: CandidateSpace, k: int) -> Candidate |
             that would make the lazy solver unsound).
     """
     ops = bits(space.masks[k])
-    cost = run_cost(cache, ops)
-    alone = len(ops) == 1 and ops[0] in set(cache.unfusable)
+    cost = cache.run(ops)
     if cost.dram_bytes < space.lb_dram[k] or cost.timing.cycles < space.lb_cycles[k]:
         raise RuntimeError(f"cost of group {ops} below its lower bound: DRAM "
                            f"{cost.dram_bytes} < {space.lb_dram[k]} or cycles "
                            f"{cost.timing.cycles} < {space.lb_cycles[k]}")
-    if not (alone or cost.fits):
+    if not cost.fits:
         return None
     return Candidate(ops, space.masks[k], space.pred_masks[k], int(cost.dram_bytes),
-                     int(cost.buffer_bytes), int(cost.timing.cycles), not alone)
+                     int(cost.buffer_bytes), int(cost.timing.cycles), not cost.runs_alone)
 
 
 def costed_candidates(cache: CostCache, space: CandidateSpace) -> tuple[Candidate, ...]:
@@ -221,7 +211,7 @@ class _Growth:
     def __init__(self, graph: ComputeGraph, cache: CostCache, max_sets: int | None,
                  time_limit: float | None) -> None:
         self.graph, self.cache, self.hw = graph, cache, cache.hw
-        self.scheme = str(getattr(cache.scheme, "value", cache.scheme)).lower()
+        self.scheme = Scheme.parse(cache.scheme)
         self.unfusable_mask = sum(1 << o for o in cache.unfusable)
         self.max_sets, self.time_limit = max_sets, time_limit
         self.closure = _Closure.of(graph)
@@ -238,40 +228,42 @@ class _Growth:
         self.start = time.perf_counter()
 
     def run(self) -> CandidateSpace:
-        n = len(self.graph)
+        n, c = len(self.graph), self.closure
         for o in range(n):
             self.seen.add(1 << o)
             self.masks.append(1 << o)
-        grows = self.scheme != "lbl"
-        queue = deque(1 << o for o in range(n) if grows and not self.unfusable_mask >> o & 1)
+        grows = self.scheme.searchable
+        queue = deque((1 << o, c.desc[o], c.anc[o], c.nbr[o], self.weights[o]) for o in range(n)
+                      if grows and not self.unfusable_mask >> o & 1)
         reason = self._grow(queue)
         lb = [self._lower_bound(m) for m in self.masks]
-        c = self.closure
         preds = tuple(_union(c.pred, bits(m)) & ~m for m in self.masks)
         return CandidateSpace(tuple(self.masks), preds, tuple(d for d, _ in lb),
                               tuple(y for _, y in lb), not reason, reason, self.pruned,
                               time.perf_counter() - self.start)
 
-    def _grow(self, queue: deque[int]) -> str:
+    def _grow(self, queue: deque[tuple[int, int, int, int, int]]) -> str:
+        """Breadth-first growth; a queue entry carries the set's descendant, ancestor and
+        neighbour masks and its weight bytes, updated incrementally."""
         c = self.closure
         while queue:
             cap = self._cap()
             if cap:
                 return cap
-            mask = queue.popleft()
-            ops = bits(mask)
-            frontier = _union(c.nbr, ops) & ~mask & ~self.unfusable_mask
-            desc, anc = _union(c.desc, ops), _union(c.anc, ops)
-            for v in bits(frontier):
-                grown = (desc | c.desc[v]) & (anc | c.anc[v])
+            mask, desc, anc, nbr, weight = queue.popleft()
+            for v in bits(nbr & ~mask & ~self.unfusable_mask):
+                d2, a2 = desc | c.desc[v], anc | c.anc[v]
+                grown = d2 & a2  # the closure's own closure masks are d2 and a2
                 if grown in self.seen:
                     continue
                 self.seen.add(grown)
-                if self._prune(grown):
+                added = bits(grown & ~mask)
+                w2 = weight + sum(self.weights[o] for o in added)
+                if self._prune(grown, w2):
                     self.pruned += 1
                     continue
                 self.masks.append(grown)
-                queue.append(grown)
+                queue.append((grown, d2, a2, nbr | _union(c.nbr, added), w2))
         return ""
 
     def _cap(self) -> str:
@@ -281,12 +273,12 @@ class _Growth:
             return f"time cap ({self.time_limit:g} s)"
         return ""
 
-    def _prune(self, mask: int) -> bool:
+    def _prune(self, mask: int, weight_bytes: int) -> bool:
         if mask & self.unfusable_mask:
             return True
-        if self.scheme == "lbdf":
-            return sum(self.weights[o] for o in bits(mask)) > self.hw.buffer_bytes
-        if self.scheme == "brr" and mask & self.whole_mask:
+        if self.scheme is Scheme.LBDF:  # all weights resident: F_beta >= weights
+            return weight_bytes > self.hw.buffer_bytes
+        if self.scheme.tiled and mask & self.whole_mask:
             return bool(incompatibility(self.graph, bits(mask)))
         return False
 

@@ -43,3 +43,22 @@ def test_unwritable_plot_path_is_reported(cli, tmp_path):
     code, _, err = cli("simulate", "squeezenet1_1", "--input-shape", "1,3,64,64",
                        "--plot", str(tmp_path / "missing" / "x.png"))
     assert code == 2 and "cannot write" in err
+
+
+def test_simulate_checks_the_plan_structure_once(monkeypatch):
+    import importlib
+
+    import fusion_dse.api
+    from simulator.partition import violations
+
+    calls = []
+
+    def counting(*args, **kwargs):
+        calls.append(args[1])
+        return violations(*args, **kwargs)
+
+    for name in ("fusion_dse.api", "simulator.cost.evaluate", "simulator.engine.simulate"):
+        monkeypatch.setattr(importlib.import_module(name), "violations", counting)
+    result = fusion_dse.api.simulate("squeezenet1_1", scheme="lbdf", input_shape="1,3,64,64",
+                                     overrides={"buffer": "256KiB"})
+    assert len(calls) == 1 and result.evaluation.cost.valid

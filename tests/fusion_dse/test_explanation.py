@@ -105,3 +105,17 @@ def test_the_command_prints_which_split_was_kept(cli):
     doc = json.loads(out)
     assert doc["split"] in {"algorithm-1", "baseline", "fallback"}
     assert len(doc["explained_edges"]) == 5
+
+
+def test_a_memoised_request_reports_the_explanation_its_split_was_cut_by():
+    graph = load_zoo("mobilenet_v2")
+    cache = CostCache(graph, load_hw("edge-npu", OVERRIDES), "lbdf")
+    group = tuple(range(20, 44))
+    explainer = Shuffled()
+    splitter = GetSplitter(explainer, max_edges=1)
+    first = splitter.split_outcome(graph, group, cache, np.random.default_rng(0))
+    calls = len(explainer.calls)
+    second = splitter.split_outcome(graph, group, cache, np.random.default_rng(1))
+    assert len(explainer.calls) == calls  # memoised: not explained again
+    assert second.explained == first.explained == (explainer.calls[0][1][0],)
+    assert second.algorithm_1 == first.algorithm_1

@@ -17,6 +17,7 @@ from search.exact.milp import solve_milp
 from simulator.cost import CostCache, evaluate_plan
 from simulator.cost.traffic import compulsory_bytes
 from simulator.hw import load_hw
+from simulator.partition import is_convex
 from simulator.plan import PartitionPlan
 from simulator.workload.graph import ComputeGraph
 from tests.search.conftest import SMALL_NETS, Net
@@ -175,19 +176,6 @@ def test_unknown_front_objectives_rejected(hw):
 # --- the candidate space ---------------------------------------------------------------------
 
 
-def _convex(graph: ComputeGraph, ops: tuple[int, ...]) -> bool:
-    s = set(ops)
-    desc: set[int] = set()
-    stack = [m for o in ops for m in graph.successors(o) if m not in s]
-    while stack:  # ops reachable by leaving the set; none may lead back into it
-        v = stack.pop()
-        if v in desc:
-            continue
-        desc.add(v)
-        stack.extend(graph.successors(v))
-    return not desc & s
-
-
 @pytest.mark.parametrize("name", sorted(SMALL_NETS))
 @pytest.mark.parametrize("scheme", SCHEMES)
 @pytest.mark.parametrize("buffer", BUFFERS)
@@ -199,10 +187,10 @@ def test_space_holds_every_runnable_convex_set(name, scheme, buffer, hw):
     masks = set(space.masks)
     assert len(masks) == len(space.masks) and space.complete
     for ops in _runnable_sets(graph, cache):
-        if _convex(graph, ops):
+        if is_convex(graph, ops):
             assert sum(1 << o for o in ops) in masks, ops
     for m in space.masks:  # everything enumerated is connected and convex
-        assert graph.is_weakly_connected(bits(m)) and _convex(graph, bits(m))
+        assert graph.is_weakly_connected(bits(m)) and is_convex(graph, bits(m))
 
 
 @pytest.mark.parametrize("name", sorted(SMALL_NETS))
@@ -308,13 +296,15 @@ def test_no_heuristic_beats_exact(name, scheme, algo, hw):
 
 def test_costing_cap_is_reported(hw):
     graph = SMALL_NETS["fire"]()
-    cache = CostCache(graph, hw(1 << 20), "brr")
-    full = optimum(graph, CostCache(graph, hw(1 << 20), "brr"))
-    capped = optimum(graph, cache, max_costed=len(graph) + 1)
+    cache = CostCache(graph, hw(3_000), "brr")
+    full = optimum(graph, CostCache(graph, hw(3_000), "brr"))
+    capped = optimum(graph, cache, max_costed=len(graph))  # the singletons only
     assert not capped.optimal and "costing cap" in capped.cap_reason
-    assert capped.costed <= len(graph) + 1
+    assert capped.costed == len(graph)
     assert evaluate_plan(graph, capped.plan, cache.hw, "brr", cache).valid
-    assert capped.dram_bytes >= full.dram_bytes
+    assert capped.bound_bytes is not None
+    assert capped.bound_bytes <= full.dram_bytes < capped.dram_bytes
+    assert full.optimal and full.bound_bytes is None
 
 
 def test_set_cap_is_reported(hw):

@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import pytest
 
-from simulator.cost import CostCache, brr, evaluate_plan, lbdf, lbl
+from simulator.cost import CostCache, Failure, brr, evaluate_plan, lbdf, lbl, plan_totals
 from simulator.cost.brr import incompatibility, tile_cost
 from simulator.cost.lbdf import peak_row_bytes
 from simulator.cost.traffic import compulsory_bytes
 from simulator.hw import HardwareConfig
 from simulator.plan import PartitionPlan, layer_by_layer
+from simulator.scheme import Scheme
 from simulator.workload.builder import GraphBuilder
 from simulator.workload.graph import ComputeGraph, OpKind
 
@@ -172,6 +173,33 @@ def test_a_unfusable_ops():
     assert (totals.lower_bound, totals.lower_bound_fuseable) == (808, 0)
     assert lbdf.group_cost(CHAIN, (0,), hw(128)).reason == \
         "weights alone (148 B) exceed the buffer (128 B)"
+
+
+def test_a_unfusable_ops_run_alone_layer_by_layer():
+    cache = CostCache(CHAIN, hw(256), "lbdf")
+    alone = cache.run((0,))
+    assert alone.runs_alone and alone.fits and alone.scheme is Scheme.LBL
+    assert alone.dram_bytes == lbl.group_cost(CHAIN, (0,), hw(256)).dram_bytes
+    assert not cache.run((0, 1)).runs_alone and cache.run((0, 1)) == cache.group((0, 1))
+    assert not cache.group((0,)).fits  # the group cost itself is unchanged
+    assert lbdf.group_cost(CHAIN, (0,), hw(256)).failure is Failure.OVER_BUFFER
+    assert lbdf.group_cost(CHAIN, (0,), hw(128)).failure is Failure.WEIGHTS_OVER_BUFFER
+    assert lbdf.group_cost(CHAIN, ALL_A, hw(1 << 20)).failure is None
+    assert lbl.group_cost(CHAIN, ALL_A, hw()).failure is Failure.NOT_SINGLE_OP
+
+
+def test_a_plan_totals_leave_runs_alone_out_of_the_fuseable_figures():
+    cache = CostCache(CHAIN, hw(256), "lbdf")
+    costs = [cache.run((0,)), cache.run((1,))]
+    t = plan_totals(costs)
+    assert (t.dram_bytes, t.dram_bytes_fuseable, t.mbu, t.fused_mbu, t.runs) == (
+        1320, 0, 0, 0, True)
+    big = CostCache(CHAIN, hw(1 << 20), "lbdf")
+    t = plan_totals([big.run(ALL_A)])
+    assert (t.dram_bytes, t.mbu, t.fused_mbu) == (
+        big.group(ALL_A).dram_bytes, big.group(ALL_A).buffer_bytes,
+        big.group(ALL_A).buffer_bytes)
+    assert not plan_totals([cache.run(ALL_A)]).runs
 
 
 # --- 9.2 (b) residual block -----------------------------------------------------------------
