@@ -90,7 +90,8 @@ def save_checkpoint(path: str | Path, scheme: str, spec: GnnSpec,
     path.parent.mkdir(parents=True, exist_ok=True)
     state = {k: v.detach().cpu().clone() for k, v in state.items()}
     header = {"format": CHECKPOINT_FORMAT, "format_version": CHECKPOINT_FORMAT_VERSION,
-              "scheme": scheme, "feature_schema_version": FEATURE_SCHEMA_VERSION,
+              "scheme": str(scheme),  # a plain str: a `Scheme` would not load weights-only
+              "feature_schema_version": FEATURE_SCHEMA_VERSION,
               "architecture": spec.to_dict()}
     torch.save({**header, "state_dict": state}, path)
     doc = {**header, "checkpoint": path.name, "state_dict_sha256": state_dict_sha256(state),
@@ -229,7 +230,7 @@ def save_explainer_checkpoint(path: str | Path, kind: str, gnn: LoadedCheckpoint
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    torch.save({"format": FORMATS[kind], "scheme": gnn.scheme, "gnn_sha256": _gnn_sha256(gnn),
+    torch.save({"format": FORMATS[kind], "scheme": str(gnn.scheme), "gnn_sha256": _gnn_sha256(gnn),
                 "state_dict": {k: v.detach().cpu().clone() for k, v in state.items()},
                 **fields}, path)
     return path

@@ -15,7 +15,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-__all__ = ["evaluate", "load", "optimize", "simulate", "write_outputs"]
+__all__ = ["evaluate", "load", "load_sweep", "optimize", "simulate", "write_outputs"]
 __version__ = "0.1.0"
 
 _API = {
@@ -24,6 +24,7 @@ _API = {
     "simulate": "fusion_dse.api",
     "optimize": "fusion_dse.optimization",
     "write_outputs": "fusion_dse.optimization",
+    "load_sweep": "fusion_dse.sweep",
 }
 
 

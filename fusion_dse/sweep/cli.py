@@ -10,7 +10,9 @@ the spec; a spec file called ``export`` is written ``./export``). Bad input rais
 from __future__ import annotations
 
 import argparse
+import re
 import sys
+import textwrap
 from pathlib import Path
 
 import pandas as pd
@@ -48,11 +50,13 @@ def add_sweep(sub: argparse._SubParsersAction) -> None:
         usage="fusion-dse sweep [SPEC.yaml] [axis options] [--workers N | --scheduler ADDR] "
               "[--store PATH] [--dry-run] [--retry-failed]\n"
               "       fusion-dse sweep export STORE [--format csv|parquet] [--out FILE]",
-        description="Run every point of a sweep (the product of its axes, with include/"
-                    "exclude lists) on Dask workers and store one row per point in an SQLite "
-                    "file. Points already stored are skipped, so a rerun resumes. The axes "
-                    "come from SPEC.yaml (see docs/sweeps.md) and/or the axis options below; "
-                    "an option replaces the spec's axis of the same name.",
+        description=textwrap.fill(
+            "Run every point of a sweep (the product of its axes, with include/exclude "
+            "lists) on Dask workers and store one row per point in an SQLite file. Points "
+            "already stored are skipped, so a rerun resumes. The axes come from SPEC.yaml "
+            "(see docs/sweeps.md) and/or the axis options below; an option replaces the "
+            "spec's axis of the same name. 'sweep export STORE' writes a store as CSV or "
+            "Parquet.", 88),
         epilog="Examples:\n"
                "  fusion-dse sweep experiments/specs/buffer_sweep.yaml --workers 2\n"
                "  fusion-dse sweep --models mobilenet_v2,resnet50 --buffers 64KiB..2MiB:x2 "
@@ -255,7 +259,7 @@ def _run_compare(args: argparse.Namespace) -> str:
 
     if args.workers is not None and args.workers <= 0:
         raise InputError(f"--workers must be positive, got {args.workers}")
-    name = f"compare-{Path(args.model).stem.replace(':', '-')}"
+    name = "compare-" + re.sub(r"[^A-Za-z0-9_@]+", "-", Path(args.model).stem).strip("-")
     spec = SweepSpec(name=name, axes={
         "model": [args.model], "hw": [args.hw], "buffer": args.buffers,
         "scheme": args.schemes, "search": [args.search], "repair": [args.repair],

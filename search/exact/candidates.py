@@ -205,6 +205,12 @@ def enumerate_space(graph: ComputeGraph, cache: CostCache, *, max_sets: int | No
     return _Growth(graph, cache, max_sets, time_limit).run()
 
 
+_Entry = tuple[int, int, int, int, int, int, int, int, int]
+"""A grown set: mask, descendants, ancestors, neighbours, producers (all reflexive unions over
+its ops), ops whose tensor leaves it, network inputs read (bit k: input k), weight elements and
+MACs. Everything but the leaving ops is a union or a sum, so growth updates it incrementally."""
+
+
 class _Growth:
     """One enumeration run (the mutable bookkeeping behind `enumerate_space`)."""
 
@@ -215,42 +221,48 @@ class _Growth:
         self.unfusable_mask = sum(1 << o for o in cache.unfusable)
         self.max_sets, self.time_limit = max_sets, time_limit
         self.closure = _Closure.of(graph)
-        self.weights = [op.weight_elems * cache.hw.dtype_bytes for op in graph]
         self.out_elems = [op.output_elems for op in graph]
         self.is_output = [o in graph.output_set for o in range(len(graph))]
-        self.network_inputs = [tuple(r for r in op.inputs if r < 0) for op in graph]
+        self.netin = [sum(1 << (-r - 1) for r in op.inputs if r < 0) for op in graph]
+        self.netin_elems = [graph.tensor_elems(-k - 1) for k in range(
+            max((m.bit_length() for m in self.netin), default=0))]
         # ops where a whole-map dependence starts: BRR-incompatibility needs one of them
         self.whole_mask = sum(1 << op.id for op in graph if height(op.output_shape) == 1
                               and any(height(s) > 1 for s in op.input_shapes))
         self.masks: list[int] = []
+        self.preds: list[int] = []
+        self.lb: list[tuple[int, int]] = []
         self.seen: set[int] = set()
         self.pruned = 0
         self.start = time.perf_counter()
 
-    def run(self) -> CandidateSpace:
-        n, c = len(self.graph), self.closure
-        for o in range(n):
-            self.seen.add(1 << o)
-            self.masks.append(1 << o)
-        grows = self.scheme.searchable
-        queue = deque((1 << o, c.desc[o], c.anc[o], c.nbr[o], self.weights[o]) for o in range(n)
-                      if grows and not self.unfusable_mask >> o & 1)
-        reason = self._grow(queue)
-        lb = [self._lower_bound(m) for m in self.masks]
-        preds = tuple(_union(c.pred, bits(m)) & ~m for m in self.masks)
-        return CandidateSpace(tuple(self.masks), preds, tuple(d for d, _ in lb),
-                              tuple(y for _, y in lb), not reason, reason, self.pruned,
-                              time.perf_counter() - self.start)
+    def _single(self, o: int) -> _Entry:
+        c, op = self.closure, self.graph[o]
+        leaving = 1 << o if self.is_output[o] or c.succ[o] else 0
+        return (1 << o, c.desc[o], c.anc[o], c.nbr[o], c.pred[o], leaving, self.netin[o],
+                op.weight_elems, op.macs)
 
-    def _grow(self, queue: deque[tuple[int, int, int, int, int]]) -> str:
-        """Breadth-first growth; a queue entry carries the set's descendant, ancestor and
-        neighbour masks and its weight bytes, updated incrementally."""
+    def run(self) -> CandidateSpace:
+        n = len(self.graph)
+        singles = [self._single(o) for o in range(n)]
+        for e in singles:
+            self.seen.add(e[0])
+            self._record(e)
+        queue = deque(e for o, e in enumerate(singles)
+                      if self.scheme.searchable and not self.unfusable_mask >> o & 1)
+        reason = self._grow(queue)
+        return CandidateSpace(tuple(self.masks), tuple(self.preds),
+                              tuple(d for d, _ in self.lb), tuple(y for _, y in self.lb),
+                              not reason, reason, self.pruned, time.perf_counter() - self.start)
+
+    def _grow(self, queue: deque[_Entry]) -> str:
+        """Breadth-first growth by one neighbour and the convex closure."""
         c = self.closure
         while queue:
             cap = self._cap()
             if cap:
                 return cap
-            mask, desc, anc, nbr, weight = queue.popleft()
+            mask, desc, anc, nbr, pred, leaving, netin, weights, macs = queue.popleft()
             for v in bits(nbr & ~mask & ~self.unfusable_mask):
                 d2, a2 = desc | c.desc[v], anc | c.anc[v]
                 grown = d2 & a2  # the closure's own closure masks are d2 and a2
@@ -258,13 +270,31 @@ class _Growth:
                     continue
                 self.seen.add(grown)
                 added = bits(grown & ~mask)
-                w2 = weight + sum(self.weights[o] for o in added)
-                if self._prune(grown, w2):
+                w2 = weights + sum(self.graph[o].weight_elems for o in added)
+                if self._prune(grown, w2 * self.hw.dtype_bytes):
                     self.pruned += 1
                     continue
-                self.masks.append(grown)
-                queue.append((grown, d2, a2, nbr | _union(c.nbr, added), w2))
+                left = sum(1 << o for o in (*bits(leaving), *added)
+                           if self.is_output[o] or c.succ[o] & ~grown)
+                entry = (grown, d2, a2, nbr | _union(c.nbr, added), pred | _union(c.pred, added),
+                         left, netin | _union(self.netin, added), w2,
+                         macs + sum(self.graph[o].macs for o in added))
+                self._record(entry)
+                queue.append(entry)
         return ""
+
+    def _record(self, e: _Entry) -> None:
+        mask, _, _, _, pred, leaving, netin, weights, macs = e
+        self.masks.append(mask)
+        self.preds.append(pred & ~mask)
+        if mask & self.unfusable_mask:
+            self.lb.append((0, 0))  # runs layer by layer, tiled: no bound is claimed
+            return
+        elems = (sum(self.out_elems[p] for p in bits(pred & ~mask))
+                 + sum(self.netin_elems[k] for k in bits(netin))
+                 + sum(self.out_elems[o] for o in bits(leaving)) + weights)
+        dram = elems * self.hw.dtype_bytes
+        self.lb.append((dram, timing(dram, 0, macs, self.hw).cycles))
 
     def _cap(self) -> str:
         if self.max_sets is not None and len(self.masks) >= self.max_sets:
@@ -281,19 +311,3 @@ class _Growth:
         if self.scheme.tiled and mask & self.whole_mask:
             return bool(incompatibility(self.graph, bits(mask)))
         return False
-
-    def _lower_bound(self, mask: int) -> tuple[int, int]:
-        """Compulsory bytes (as `compulsory_bytes`, from masks) and the cycles they take."""
-        ops = bits(mask)
-        if len(ops) == 1 and self.unfusable_mask >> ops[0] & 1:
-            return 0, 0  # runs layer by layer, tiled: no bound is claimed
-        g, c = self.graph, self.closure
-        entering = _union(c.pred, ops) & ~mask
-        network_inputs = {r for o in ops for r in self.network_inputs[o]}
-        elems = (sum(self.out_elems[p] for p in bits(entering))
-                 + sum(g.tensor_elems(r) for r in network_inputs)
-                 + sum(self.out_elems[o] for o in ops
-                       if self.is_output[o] or c.succ[o] & ~mask)
-                 + sum(g[o].weight_elems for o in ops))
-        dram = elems * self.hw.dtype_bytes
-        return dram, timing(dram, 0, sum(g[o].macs for o in ops), self.hw).cycles

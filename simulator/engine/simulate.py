@@ -12,13 +12,13 @@ from __future__ import annotations
 from collections.abc import Generator
 from typing import TYPE_CHECKING, Any
 
-from simulator.cost import CostCache
-from simulator.cost.brr import chosen_tiling, incompatibility
+from simulator.cost import CostCache, Failure, GroupCost
+from simulator.cost.brr import chosen_tiling
 from simulator.engine.brr import run_brr_group
 from simulator.engine.lbdf import run_lbdf_group
 from simulator.engine.machine import Machine, SimulationError
 from simulator.engine.report import GroupSim, SimReport
-from simulator.partition import Group, topological_order, violations
+from simulator.partition import topological_order, violations
 from simulator.plan import PartitionPlan
 from simulator.scheme import Scheme
 from simulator.workload.graph import ComputeGraph
@@ -51,22 +51,24 @@ def simulate(graph: ComputeGraph, plan: PartitionPlan, hw: HardwareConfig, schem
     if problems:
         raise SimulationError(f"cannot simulate: {'; '.join(problems)}")
     cache = cache or CostCache(graph, hw, scheme)
+    if cache.scheme is not scheme:
+        raise ValueError(f"the cost cache is for scheme '{cache.scheme}', not '{scheme}'")
     machine = Machine(hw, record=record)
     groups = []
     for k in topological_order(graph, plan):
-        ops = plan.groups[k].ops
-        groups.append(_run_group(machine, graph, k, ops, hw, cache.run(ops).scheme))
+        groups.append(_run_group(machine, graph, k, cache.run(plan.groups[k].ops), hw))
     return _report(machine, scheme, tuple(groups))
 
 
-def _run_group(m: Machine, graph: ComputeGraph, k: int, ops: Group,
-               hw: HardwareConfig, mode: Scheme) -> GroupSim:
+def _run_group(m: Machine, graph: ComputeGraph, k: int, cost: GroupCost,
+               hw: HardwareConfig) -> GroupSim:
+    """Run one group the way its cost says it runs (`GroupCost.scheme`)."""
+    ops, mode = cost.ops, cost.scheme
     label = f"{k} ({graph[ops[0]].name}, {len(ops)} ops)"
     tiles, streamed = 1, False
     if mode.tiled:
-        reason = incompatibility(graph, ops)
-        if reason:
-            raise SimulationError(f"group {label} cannot run under BRR: {reason}")
+        if cost.failure is Failure.BRR_INCOMPATIBLE:
+            raise SimulationError(f"group {label} cannot run under BRR: {cost.reason}")
         tiling = chosen_tiling(graph, ops, hw)
         tiles, streamed = tiling.tiles, tiling.streamed
 
