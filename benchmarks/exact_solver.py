@@ -8,7 +8,10 @@ plan is re-costed with `evaluate_plan` (valid, same DRAM) before it is reported.
 figures, asserts nothing else.
 
     python benchmarks/exact_solver.py [--models a,b] [--schemes lbdf,brr] [--buffers 64KiB,...]
-        [--time-limit 60] [--json out.json]
+        [--time-limit 60] [--json out.json] [--heuristics ls,nsga2 --budget 2000 --seeds 0,1,2]
+
+With --heuristics, each named search (random repair) also runs per seed with the plan budget,
+and its mean gap to the optimum is printed (slow: minutes per instance).
 """
 
 from __future__ import annotations
@@ -29,7 +32,21 @@ from simulator.workload.zoo import zoo_names
 BUFFERS = ("64KiB", "128KiB", "256KiB", "512KiB", "1MiB", "2MiB")
 
 
-def instance(graph, scheme: str, buffer: str, time_limit: float | None) -> dict:
+def heuristic_gaps(graph, hw, scheme: str, optimum_bytes: int, names: list[str], budget: int,
+                   seeds: list[int]) -> dict[str, float]:
+    """Mean gap of each named search (random repair, `budget` plans) to the optimum."""
+    from search import SearchProblem, make_algorithm, run_search
+
+    gaps = {}
+    for name in names:
+        found = [run_search(SearchProblem(graph, hw, scheme), make_algorithm(name), budget,
+                            np.random.default_rng(seed)).cost.dram_bytes for seed in seeds]
+        gaps[name] = float(np.mean(found)) / optimum_bytes - 1.0
+    return gaps
+
+
+def instance(graph, scheme: str, buffer: str, time_limit: float | None,
+             heuristics: list[str] = (), budget: int = 2000, seeds: list[int] = ()) -> dict:
     """Solve one instance; its figures as a dict."""
     hw = load_hw("edge-npu", {"buffer": buffer})
     cache = CostCache(graph, hw, scheme)
@@ -40,11 +57,13 @@ def instance(graph, scheme: str, buffer: str, time_limit: float | None) -> dict:
     if not cost.valid or cost.dram_bytes != res.dram_bytes:
         raise RuntimeError(f"{graph.name} {scheme} {buffer}: solver plan invalid or mis-costed")
     dp = segment_dp(graph, cache)
+    gaps = heuristic_gaps(graph, hw, scheme, res.dram_bytes, list(heuristics), budget,
+                          list(seeds)) if heuristics else {}
     return {"model": graph.name, "scheme": scheme, "buffer": buffer, "seconds": seconds,
             "enum_s": res.enumeration_seconds, "candidates": res.candidates,
             "costed": res.costed, "states": res.states, "dram": res.dram_bytes,
-            "optimal": res.optimal, "cap": res.cap_reason,
-            "dp_gap": dp.dram_bytes / res.dram_bytes - 1.0}
+            "optimal": res.optimal, "cap": res.cap_reason, "bound": res.bound_bytes,
+            "dp_gap": dp.dram_bytes / res.dram_bytes - 1.0, "heuristic_gaps": gaps}
 
 
 def main() -> None:
@@ -55,7 +74,12 @@ def main() -> None:
     p.add_argument("--time-limit", type=float, default=None,
                    help="cap per instance (s); capped answers say optimal=False")
     p.add_argument("--json", default=None, help="also write the rows to this file")
+    p.add_argument("--heuristics", default="", help="searches to compare, e.g. ls,nsga2")
+    p.add_argument("--budget", type=int, default=2000)
+    p.add_argument("--seeds", default="0,1,2")
     args = p.parse_args()
+    heuristics = [h for h in args.heuristics.split(",") if h]
+    seeds = [int(x) for x in args.seeds.split(",")]
     rows = []
     print(f"{'model':<28}{'scheme':<6}{'buffer':>8}{'time s':>8}{'enum s':>8}{'sets':>8}"
           f"{'costed':>8}{'states':>8}{'optimum B':>13}{'DP gap':>9}  optimal")
@@ -63,11 +87,14 @@ def main() -> None:
         graph = load_zoo(model)
         for scheme in args.schemes.split(","):
             for buffer in args.buffers.split(","):
-                r = instance(graph, scheme, buffer, args.time_limit)
+                r = instance(graph, scheme, buffer, args.time_limit, heuristics, args.budget,
+                             seeds)
                 rows.append(r)
                 print(f"{model:<28}{scheme:<6}{buffer:>8}{r['seconds']:>8.2f}{r['enum_s']:>8.2f}"
                       f"{r['candidates']:>8,}{r['costed']:>8,}{r['states']:>8,}{r['dram']:>13,}"
-                      f"{r['dp_gap']:>9.2%}  {r['optimal'] or r['cap']}", flush=True)
+                      f"{r['dp_gap']:>9.2%}  {r['optimal'] or r['cap']}"
+                      + "".join(f"  {h} {g:+.2%}" for h, g in r["heuristic_gaps"].items()),
+                      flush=True)
     times = np.array([r["seconds"] for r in rows])
     gaps = np.array([r["dp_gap"] for r in rows])
     print(f"{len(rows)} instances: p50 {np.percentile(times, 50):.2f} s, p95 "

@@ -93,24 +93,29 @@ def quotient(graph: ComputeGraph, groups: Sequence[Sequence[int]] | Sequence[int
     return {(group_of[i], group_of[j]) for i, j in graph.edges() if group_of[i] != group_of[j]}
 
 
-def _kahn(n_nodes: int, edges: Iterable[tuple[int, int]], priority: Sequence[int]) -> list[int]:
-    """Kahn's algorithm, the ready node of least priority first; nodes on or behind a cycle
-    are left out."""
+def _kahn(n_nodes: int, edges: Iterable[tuple[int, int]],
+          priority: Sequence[int] | None = None) -> list[int]:
+    """Kahn's algorithm: nodes in a topological order, the ready node of least `priority`
+    first (any ready node without one); nodes on or behind a cycle are left out."""
     succ: list[list[int]] = [[] for _ in range(n_nodes)]
     indegree = [0] * n_nodes
     for a, b in edges:
         succ[a].append(b)
         indegree[b] += 1
-    ready = [(priority[k], k) for k in range(n_nodes) if indegree[k] == 0]
-    heapq.heapify(ready)
+    key = range(n_nodes) if priority is None else priority
+    ready = [(key[k], k) for k in range(n_nodes) if indegree[k] == 0]
+    push, pop = (heapq.heappush, heapq.heappop) if priority is not None else (
+        list.append, list.pop)
+    if priority is not None:
+        heapq.heapify(ready)
     order = []
     while ready:
-        _, k = heapq.heappop(ready)
+        _, k = pop(ready)
         order.append(k)
         for m in succ[k]:
             indegree[m] -= 1
             if indegree[m] == 0:
-                heapq.heappush(ready, (priority[m], m))
+                push(ready, (key[m], m))
     return order
 
 
@@ -138,7 +143,7 @@ def is_acyclic(graph: ComputeGraph, groups: Sequence[Sequence[int]] | Sequence[i
 
 
 def _is_dag(n_nodes: int, edges: Iterable[tuple[int, int]]) -> bool:
-    return len(_kahn(n_nodes, edges, range(n_nodes))) == n_nodes
+    return len(_kahn(n_nodes, edges)) == n_nodes
 
 
 def is_convex(graph: ComputeGraph, ops: Iterable[int]) -> bool:
@@ -275,7 +280,7 @@ def _cycle(graph: ComputeGraph, groups: Sequence[Group]) -> Iterator[str]:
         if a != b:
             succ.setdefault(a, set()).add(b)
     edges = [(a, b) for a, targets in succ.items() for b in targets]
-    order = _kahn(len(groups), edges, range(len(groups)))
+    order = _kahn(len(groups), edges)
     if len(order) == len(groups):
         return
     left = set(range(len(groups))).difference(order)

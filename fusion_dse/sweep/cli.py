@@ -163,8 +163,9 @@ def _report_failures(store: Path, failed: int) -> None:
 
     frame = load_sweep(store)
     for _, row in frame[frame["status"] == "failed"].head(5).iterrows():
-        print(f"fusion-dse: failed point {row['model']} {row['scheme']} "
-              f"{row['search'] or ''} seed {row['seed']}: {row['error']}", file=sys.stderr)
+        run = f" {row['search']} seed {row['seed']}" if pd.notna(row["search"]) else ""
+        print(f"fusion-dse: failed point {row['model']} {row['scheme']}{run}: {row['error']}",
+              file=sys.stderr)
 
 
 def _run_export(args: argparse.Namespace) -> str:

@@ -1,4 +1,4 @@
-"""Exact partition solver: shortest path over the down-sets of the DAG.
+"""Exact partition solver: shortest path (lazy A*) over the down-sets of the DAG.
 
 Plan DRAM is the sum of per-group F_D, so the least-DRAM valid plan is an exact set partition
 over the candidate groups (`search.exact.candidates`) whose graph of groups is acyclic. Such a
@@ -76,7 +76,7 @@ class ExactResult:
         mbu_bytes: Its largest F_beta over fused groups.
         candidates: Candidate sets the solver chose from (connected, convex, not pruned).
         costed: Sets the lazy DP costed through the cost cache.
-        states: Down-sets the DP expanded.
+        states: Down-sets the A* settled.
         seconds: Wall time (enumeration + DP).
         enumeration_seconds: Part of `seconds` spent enumerating the sets.
         optimal: True when no cap cut the enumeration: the plan is optimal over all valid plans.

@@ -62,7 +62,9 @@ class CostCache:
 
     def group(self, ops: Iterable[int]) -> GroupCost:
         """Cost of running `ops` as one group (computed once per distinct op set)."""
-        key = tuple(sorted(ops))
+        return self._lookup(tuple(sorted(ops)))
+
+    def _lookup(self, key: Group) -> GroupCost:
         cost = self._costs.get(key)
         if cost is not None:
             self.hits += 1
@@ -77,10 +79,10 @@ class CostCache:
         LBL cost, flagged `runs_alone`, always fits); anything else is `group(ops)`."""
         key = tuple(sorted(ops))
         if len(key) == 1:
-            alone = self._shared.alone.get(key[0])
+            alone = self._alone.get(key[0])
             if alone is not None:
                 return alone
-        return self.group(key)
+        return self._lookup(key)
 
     @property
     def references(self) -> dict[str, int]:
@@ -101,6 +103,10 @@ class CostCache:
     @cached_property
     def _shared(self) -> _Context:
         return _context(self.graph, self.hw, self.scheme)
+
+    @cached_property
+    def _alone(self) -> dict[int, GroupCost]:
+        return self._shared.alone
 
 
 @dataclass(frozen=True)

@@ -47,7 +47,8 @@ def test_default_quotas_reach_the_papers_size():
 
 
 @pytest.mark.parametrize("make, message", [
-    (lambda: DatasetConfig("lbl", (("vgg16", 5),), hw=EDGE), "unknown scheme"),
+    (lambda: DatasetConfig("lbl", (("vgg16", 5),), hw=EDGE), "'lbl' is not supported here"),
+    (lambda: DatasetConfig("lbfd", (("vgg16", 5),), hw=EDGE), "unknown scheme 'lbfd'"),
     (lambda: DatasetConfig("lbdf", (), hw=EDGE), "at least one network"),
     (lambda: DatasetConfig("lbdf", (("vgg17", 5),), hw=EDGE), "not a zoo name"),
     (lambda: DatasetConfig("lbdf", (("vgg16", 0),), hw=EDGE), "positive integer"),
