@@ -148,3 +148,13 @@ def test_sweep_help_shows_both_forms(cli):
     code, out, _ = cli("sweep", "--help")
     assert code == 0
     assert "fusion-dse sweep [SPEC.yaml]" in out and "fusion-dse sweep export STORE" in out
+
+
+def test_dry_run_counts_and_estimates_without_writing(cli, tmp_path):
+    store = tmp_path / "d.sqlite"
+    code, out, err = cli("sweep", "--models", "squeezenet1_0", "--budget", "20", "--seeds",
+                         "0..3", "--schemes", "lbdf,lbl", "--store", str(store), "--dry-run",
+                         "--workers", "2")
+    assert code == 0, err
+    assert "5 points, 0 already in" in out and "5 to run" in out and "2 timed point(s)" in out
+    assert not store.exists()
