@@ -12,13 +12,21 @@ of another format or dataflow, a header lacking a key, and weights that do not f
   (metrics, dataset statistics, training time, versions) and the SHA-256 of the state dict,
   which the weights must match (a tampered or mixed-up file is refused).
 * The explainers (`save_explainer_checkpoint`, `load_explainer_checkpoint`): the header also
-  holds the SHA-256 of the GNN they were trained on, which must be the GNN they explain.
+  holds the SHA-256 of the GNN they were trained on, which must be the GNN they explain, and
+  the SHA-256 of their own state dict (``state_dict_sha256``), which the weights must match,
+  as the GNN's must match its JSON: every kind is verified the same way (format, scheme,
+  digest of the weights, strict loading).
+
+Files are written through a temporary file and `os.replace`, never half.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
+import os
+import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -70,6 +78,19 @@ def state_dict_sha256(state: Mapping[str, torch.Tensor]) -> str:
     return h.hexdigest()
 
 
+def _atomic_write(path: Path, write: Callable[[Path], None]) -> None:
+    """`write` a temporary file beside `path`, then move it onto `path`."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    try:
+        write(Path(tmp))
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
 def shipped_checkpoint(scheme: str) -> Path:
     """Path of the checkpoint shipped in the repository for `scheme`."""
     return CHECKPOINT_DIR / f"{scheme}.pt"
@@ -93,11 +114,11 @@ def save_checkpoint(path: str | Path, scheme: str, spec: GnnSpec,
               "scheme": str(scheme),  # a plain str: a `Scheme` would not load weights-only
               "feature_schema_version": FEATURE_SCHEMA_VERSION,
               "architecture": spec.to_dict()}
-    torch.save({**header, "state_dict": state}, path)
+    _atomic_write(path, lambda tmp: torch.save({**header, "state_dict": state}, tmp))
     doc = {**header, "checkpoint": path.name, "state_dict_sha256": state_dict_sha256(state),
            **metadata}
     json_path = path.with_suffix(".json")
-    json_path.write_text(json.dumps(doc, indent=2) + "\n")
+    _atomic_write(json_path, lambda tmp: tmp.write_text(json.dumps(doc, indent=2) + "\n"))
     return json_path
 
 
@@ -198,10 +219,7 @@ def load_checkpoint(path: str | Path, scheme: str | None = None) -> LoadedCheckp
     meta = _read_metadata(path)
     _check_header(path, payload, meta, scheme)
     state = payload.get("state_dict")
-    if (not isinstance(state, dict) or not all(isinstance(t, torch.Tensor) for t in state.values())
-            or state_dict_sha256(state) != meta.get("state_dict_sha256")):
-        raise CheckpointError(f"GNN checkpoint {str(path)!r}: the weights do not match the "
-                              "SHA-256 recorded in its JSON (tampered with or mixed up)")
+    _check_weights(state, meta.get("state_dict_sha256"), _where(path, "gnn"))
     model = load_weights(ValidityGNN(GnnSpec()), state, _where(path, "gnn"))
     return LoadedCheckpoint(path, str(payload["scheme"]), model.eval(), meta)
 
@@ -230,10 +248,21 @@ def save_explainer_checkpoint(path: str | Path, kind: str, gnn: LoadedCheckpoint
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    torch.save({"format": FORMATS[kind], "scheme": str(gnn.scheme), "gnn_sha256": _gnn_sha256(gnn),
-                "state_dict": {k: v.detach().cpu().clone() for k, v in state.items()},
-                **fields}, path)
+    weights = {k: v.detach().cpu().clone() for k, v in state.items()}
+    payload = {"format": FORMATS[kind], "scheme": str(gnn.scheme),
+               "gnn_sha256": _gnn_sha256(gnn), "state_dict_sha256": state_dict_sha256(weights),
+               "state_dict": weights, **fields}
+    _atomic_write(path, lambda tmp: torch.save(payload, tmp))
     return path
+
+
+def _check_weights(state: Any, recorded: Any, where: str) -> None:
+    """The state dict is tensors whose SHA-256 is `recorded`."""
+    if (not isinstance(state, dict)
+            or not all(isinstance(t, torch.Tensor) for t in state.values())
+            or state_dict_sha256(state) != recorded):
+        raise CheckpointError(f"{where}: the weights do not match the SHA-256 recorded with "
+                              "them (tampered with or damaged)")
 
 
 def load_explainer_checkpoint(path: str | Path, kind: str, scheme: str,
@@ -250,7 +279,8 @@ def load_explainer_checkpoint(path: str | Path, kind: str, scheme: str,
         keys: Header keys the caller needs besides ``state_dict``.
 
     Returns:
-        The header and ``state_dict`` (load it with `load_weights`).
+        The header and ``state_dict`` (load it with `load_weights`); the state dict's SHA-256
+        has been checked against ``state_dict_sha256``.
 
     Raises:
         CheckpointError: One line saying what does not match.
@@ -258,7 +288,8 @@ def load_explainer_checkpoint(path: str | Path, kind: str, scheme: str,
     path = Path(path)
     where = _where(path, kind)
     payload = _read_payload(path, kind)
-    _require(payload, ("scheme", "gnn_sha256", "state_dict", *keys), where)
+    _require(payload, ("scheme", "gnn_sha256", "state_dict_sha256", "state_dict", *keys), where)
+    _check_weights(payload["state_dict"], payload["state_dict_sha256"], where)
     if payload["scheme"] != scheme:
         raise CheckpointError(f"{where} explain {payload['scheme']!r} groups, not {scheme!r}")
     if payload["gnn_sha256"] != _gnn_sha256(gnn()):

@@ -593,13 +593,8 @@ def train_rg_explainer(scheme: str, samples: list[Sample], epochs: int = 5, seed
                        out: Path | None = None, config: RgConfig | None = None) -> Path:
     """Train the seed locator and policy on invalid groups and save them next to the GNN.
 
-    Args:
-        scheme: Dataflow of the GNN explained.
-        samples: (graph, group, buffer bytes, dtype bytes) of groups that do not fit.
-        epochs: Passes over the samples.
-        seed: Torch seed (inside a forked RNG).
-        out: Where to write (default: `rg_checkpoint(scheme)`).
-        config: Hyper-parameters (default: `RgConfig()`).
+    Args are those of `explain.explainers.train_pg_explainer` (``out`` defaults to
+    `rg_checkpoint(scheme)`), plus ``config``, the hyper-parameters (default: `RgConfig()`).
 
     Returns:
         The path written.

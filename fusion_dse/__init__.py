@@ -12,8 +12,7 @@ not pay for torch:
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from simulator.lazy import lazy_exports
 
 __all__ = ["evaluate", "load", "load_sweep", "optimize", "simulate", "write_outputs"]
 __version__ = "0.1.0"
@@ -28,7 +27,4 @@ _API = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    if name in _API:
-        return getattr(importlib.import_module(_API[name]), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__, __dir__ = lazy_exports(__name__, _API)

@@ -1,18 +1,30 @@
-"""The Python API: one call per job, returning typed results (the CLI renders these)."""
+"""The Python API: one call per job, returning typed results (the CLI renders these).
+
+A plan file carries its context: `evaluate` and `simulate` cost a plan.json under the scheme,
+hardware and buffer it records (``fusion-dse optimize`` writes them) unless the caller gives
+others, and say so in `Evaluation.notes`.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from simulator.cost import CostCache, PlanCost, evaluate_plan
 from simulator.engine import SimReport
 from simulator.engine import simulate as run_simulation
-from simulator.hw import HardwareConfig, load_hw
+from simulator.hw import DEFAULT_PRESET, HardwareConfig, list_presets, load_hw
 from simulator.partition import violations
-from simulator.plan import PartitionPlan, PlanError, layer_by_layer, load_plan
+from simulator.plan import (
+    PartitionPlan,
+    PlanError,
+    layer_by_layer,
+    plan_context,
+    plan_from_doc,
+    read_plan_document,
+)
 from simulator.scheme import Scheme
 from simulator.workload.graph import ComputeGraph
 from simulator.workload.loader import load
@@ -40,6 +52,8 @@ class Evaluation:
     plan: PartitionPlan
     cost: PlanCost
     cache: CostCache
+    notes: tuple[str, ...] = field(default=())
+    """Where the caller's scheme, hardware or buffer overrode those the plan file records."""
 
     def to_dict(self) -> dict[str, Any]:
         """The `fusion-dse evaluate --format json` document (stable keys, see README)."""
@@ -55,32 +69,85 @@ class Evaluation:
         }
 
 
-def evaluate(model: str | ComputeGraph, hw: str | HardwareConfig = "edge-npu",
-             scheme: str | Scheme = Scheme.LBDF, plan: str | Path | PartitionPlan | None = None,
+_BUFFER_KEYS = ("buffer", "buffer_bytes")
+
+
+def _with_plan_context(doc: Any, hw: str | HardwareConfig | None, scheme: str | Scheme | None,
+                       overrides: Mapping[str, Any] | None,
+                       ) -> tuple[HardwareConfig, Scheme, tuple[str, ...]]:
+    """Hardware and scheme for a plan document: the caller's, else those it records."""
+    context, notes = plan_context(doc), []
+    recorded = context.get("scheme")
+    if scheme is None:
+        scheme = Scheme.parse(recorded) if recorded else Scheme.LBDF
+    else:
+        scheme = Scheme.parse(scheme)
+        if recorded and recorded != str(scheme):
+            notes.append(f"scheme {scheme} overrides the plan's {recorded}")
+    overrides = dict(overrides or {})
+    buffer = context.get("buffer_bytes")
+    given = [overrides[k] for k in _BUFFER_KEYS if overrides.get(k) is not None]
+    if buffer is not None and not given:
+        overrides["buffer"] = buffer
+    if hw is None:
+        config = _recorded_hw(context.get("hw"), overrides)
+    else:
+        config = resolve_hw(hw, overrides)
+        if context.get("hw") and config.name != context["hw"]:
+            notes.append(f"hardware {config.name} overrides the plan's {context['hw']}")
+    if buffer is not None and given and config.buffer_bytes != buffer:
+        notes.append(f"buffer {config.buffer_bytes:,} B overrides the plan's {buffer:,} B")
+    return config, scheme, tuple(notes)
+
+
+def _recorded_hw(name: str | None, overrides: Mapping[str, Any]) -> HardwareConfig:
+    if name is None:
+        return load_hw(DEFAULT_PRESET, overrides)
+    if name not in list_presets():
+        raise PlanError(f"the plan was made for hardware {name!r}, which is not a preset; "
+                        "give its YAML file with --hw")
+    return load_hw(name, overrides)
+
+
+def evaluate(model: str | ComputeGraph, hw: str | HardwareConfig | None = None,
+             scheme: str | Scheme | None = None,
+             plan: str | Path | PartitionPlan | None = None,
              overrides: Mapping[str, Any] | None = None,
-             input_shape: str | None = None) -> Evaluation:
+             input_shape: str | None = None, allow_opaque: bool = False) -> Evaluation:
     """Cost a plan of `model` (the layer-by-layer plan when `plan` is None).
+
+    Args:
+        model: Zoo name, .onnx or graph .json path, ``module:callable``, or a graph.
+        hw: Preset name, YAML path or configuration; None: the plan file's hardware, else
+            ``edge-npu``.
+        scheme: Dataflow; None: the plan file's, else LBDF.
+        plan: A plan file, a plan, or None for layer by layer. A plan file's recorded buffer
+            applies unless `overrides` set one.
+        overrides: Hardware overrides.
+        input_shape: Input shape override (``N,C,H,W``).
+        allow_opaque: Import unsupported ops as opaque ops instead of failing.
 
     Raises:
         InputError subclasses: unknown model or scheme, bad hardware file or override, a plan
         file that is unreadable, names unknown ops, overlaps, misses ops or has a cycle.
     """
-    scheme = Scheme.parse(scheme)
-    graph = model if isinstance(model, ComputeGraph) else load(model, input_shape)
-    config = resolve_hw(hw, overrides)
+    doc = read_plan_document(plan) if isinstance(plan, str | Path) else None
+    config, scheme, notes = _with_plan_context(doc, hw, scheme, overrides)
+    graph = model if isinstance(model, ComputeGraph) else load(model, input_shape,
+                                                               allow_opaque=allow_opaque)
     if plan is None:
         parsed = layer_by_layer(graph)
     elif isinstance(plan, PartitionPlan):
         parsed = plan
     else:
-        parsed = load_plan(plan, graph)
+        parsed = plan_from_doc(doc, graph, str(plan))
     problems = violations(graph, parsed, limit=3)
     if problems:
         where = f"plan {str(plan)!r}" if plan is not None else "plan"
         raise PlanError(f"{where} is not a partition of {graph.name!r}: {'; '.join(problems)}")
     cache = CostCache(graph, config, scheme)
     cost = evaluate_plan(graph, parsed, config, scheme, cache, checked=True)
-    return Evaluation(graph, config, parsed, cost, cache)
+    return Evaluation(graph, config, parsed, cost, cache, notes)
 
 
 @dataclass(frozen=True)
@@ -111,17 +178,20 @@ class Simulation:
         }
 
 
-def simulate(model: str | ComputeGraph, hw: str | HardwareConfig = "edge-npu",
-             scheme: str | Scheme = Scheme.LBDF, plan: str | Path | PartitionPlan | None = None,
+def simulate(model: str | ComputeGraph, hw: str | HardwareConfig | None = None,
+             scheme: str | Scheme | None = None,
+             plan: str | Path | PartitionPlan | None = None,
              overrides: Mapping[str, Any] | None = None,
-             input_shape: str | None = None) -> Simulation:
-    """Evaluate a plan analytically, then execute it on the simulated machine.
+             input_shape: str | None = None, allow_opaque: bool = False) -> Simulation:
+    """Evaluate a plan analytically (arguments as `evaluate`), then execute it on the
+    simulated machine.
 
     Raises:
         InputError subclasses as `evaluate`, and `SimulationError` when a group cannot run in
         the buffer (named).
     """
-    evaluation = evaluate(model, hw, scheme, plan, overrides, input_shape)
-    report = run_simulation(evaluation.graph, evaluation.plan, evaluation.hw, scheme,
+    evaluation = evaluate(model, hw, scheme, plan, overrides, input_shape, allow_opaque)
+    report = run_simulation(evaluation.graph, evaluation.plan, evaluation.hw,
+                            evaluation.cost.scheme,
                             cache=evaluation.cache, checked=True)
     return Simulation(evaluation, report)

@@ -17,13 +17,16 @@ from fusion_dse import reports
 from fusion_dse.cli_args import add_hw_arguments, hw_overrides
 from fusion_dse.cli_gnn import add_train_explainer, add_train_gnn
 from fusion_dse.cli_optimize import add_optimize
+from fusion_dse.outputs import atomic_file, check_out_file, plot_formats
 from search.registry import EXPLAINERS
 from simulator.errors import InputError
+from simulator.limits import allow_extreme_hw
 from simulator.scheme import FUSED_SCHEMES, Scheme
 
 __all__ = ["main"]
 
 EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
 
 
 class _Parser(argparse.ArgumentParser):
@@ -68,14 +71,17 @@ def _add_inspect(sub: argparse._SubParsersAction) -> None:
 def _add_plan_arguments(p: argparse.ArgumentParser, verb: str) -> None:
     """MODEL, dataflow, plan, input shape, output format and the hardware options."""
     p.add_argument("model", metavar="MODEL", help="zoo name, .onnx path or module:callable")
-    p.add_argument("--scheme", choices=[str(s) for s in Scheme], default=str(Scheme.LBDF),
-                   help="dataflow (default: lbdf)")
+    p.add_argument("--scheme", choices=[str(s) for s in Scheme], default=None,
+                   help="dataflow (default: the plan file's, else lbdf)")
     p.add_argument("--plan", metavar="PLAN.json", help=f"plan to {verb} (default: layer by "
-                                                       "layer)")
+                                                       "layer); its scheme, hardware and "
+                                                       "buffer apply unless given")
     p.add_argument("--input-shape", metavar="N,C,H,W", help="input shape override")
     p.add_argument("--format", choices=("table", "json"), default="table",
                    help="output format (default: table)")
-    add_hw_arguments(p)
+    p.add_argument("--allow-opaque", action="store_true",
+                   help="import unsupported ops as opaque ops instead of failing")
+    add_hw_arguments(p, default=None, default_text="the plan file's, else edge-npu")
 
 
 def _add_evaluate(sub: argparse._SubParsersAction) -> None:
@@ -98,7 +104,8 @@ def _run_evaluate(args: argparse.Namespace) -> str:
     from fusion_dse.api import evaluate
 
     result = evaluate(args.model, args.hw, args.scheme, args.plan, hw_overrides(args),
-                      args.input_shape)
+                      args.input_shape, args.allow_opaque)
+    _notes(result.notes)
     if args.format == "json":
         return json.dumps(result.to_dict(), indent=2)
     return reports.evaluation_text(result)
@@ -125,8 +132,13 @@ def _add_simulate(sub: argparse._SubParsersAction) -> None:
 def _run_simulate(args: argparse.Namespace) -> str:
     from fusion_dse.api import simulate
 
+    if args.plot:
+        check_out_file(args.plot, "--plot", plot_formats())
+    if args.trace:
+        check_out_file(args.trace, "--trace")
     result = simulate(args.model, args.hw, args.scheme, args.plan, hw_overrides(args),
-                      args.input_shape)
+                      args.input_shape, args.allow_opaque)
+    _notes(result.evaluation.notes)
     out = json.dumps(result.to_dict(), indent=2) if args.format == "json" \
         else reports.simulation_text(result)
     try:
@@ -137,21 +149,27 @@ def _run_simulate(args: argparse.Namespace) -> str:
     return out
 
 
-def _write_artifacts(result, plot: str | None, trace: str | None) -> None:
-    from pathlib import Path
+def _notes(notes: Sequence[str]) -> None:
+    for note in notes:
+        print(f"fusion-dse: note: {note}", file=sys.stderr)
 
+
+def _write_artifacts(result, plot: str | None, trace: str | None) -> None:
     graph, hw = result.evaluation.graph, result.evaluation.hw
     try:
         if plot:
             from fusion_dse.plots import plot_simulation
 
-            plot_simulation(result.report, plot, f"{graph.name}, {result.report.scheme}, "
-                            f"{hw.name} ({hw.buffer_bytes / 1024:,.0f} KiB)", hw.buffer_bytes)
+            with atomic_file(plot) as tmp:
+                plot_simulation(result.report, tmp, f"{graph.name}, {result.report.scheme}, "
+                                f"{hw.name} ({hw.buffer_bytes / 1024:,.0f} KiB)",
+                                hw.buffer_bytes)
         if trace:
             from simulator.engine.trace import chrome_trace
 
-            Path(trace).write_text(json.dumps(chrome_trace(result.report,
-                                                           [op.name for op in graph])))
+            with atomic_file(trace) as tmp:
+                tmp.write_text(json.dumps(chrome_trace(result.report,
+                                                       [op.name for op in graph])))
     except OSError as err:
         raise InputError(f"cannot write {err.filename!r}: {err.strerror}") from err
 
@@ -190,13 +208,16 @@ def _run_explain(args: argparse.Namespace) -> str:
 
     if args.top <= 0:
         raise InputError(f"--top must be positive, got {args.top}")
+    if args.plot:
+        check_out_file(args.plot, "--plot", plot_formats())
     result = explain_group(args.model, args.group, args.hw, args.scheme, args.explainer,
                            hw_overrides(args), args.seed, args.top)
     out = json.dumps(result.to_dict(), indent=2) if args.format == "json" \
         else explanation_text(result)
     if args.plot:
         try:
-            write_plot(result, args.plot)
+            with atomic_file(args.plot) as tmp:
+                write_plot(result, tmp)
         except OSError as err:
             print(out)
             raise InputError(f"cannot write {err.filename!r}: {err.strerror}") from err
@@ -248,19 +269,36 @@ def _run_inspect(args: argparse.Namespace) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``fusion-dse`` console script; returns the exit status."""
-    args = build_parser().parse_args(argv)
-    run: Callable[[argparse.Namespace], str] = args.run
+    """Entry point of the ``fusion-dse`` console script; returns the exit status.
+
+    Every failure a user can cause ends in one line on stderr: exit status 2 for bad input
+    (`InputError`, an unwritable path, input too deep or too large to handle), 130 for Ctrl-C;
+    anything else is a bug and keeps its traceback (exit status 1).
+    """
     try:
-        out = run(args)
+        args = build_parser().parse_args(argv)
+        run: Callable[[argparse.Namespace], str] = args.run
+        with allow_extreme_hw(getattr(args, "allow_extreme_hw", False)):
+            out = run(args)
     except InputError as err:
-        print(f"fusion-dse: error: {err}", file=sys.stderr)
-        return EXIT_USAGE
+        return _fail(str(err))
     except KeyboardInterrupt:
         print("fusion-dse: interrupted", file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED
+    except RecursionError:
+        return _fail("the input is nested too deeply to handle")
+    except MemoryError:
+        return _fail("out of memory handling the input (see docs/limits.md)")
+    except OSError as err:
+        where = f" {err.filename!r}" if err.filename else ""
+        return _fail(f"cannot access{where}: {err.strerror or err}")
     sys.stdout.write(out if out.endswith("\n") else out + "\n")
     return 0
+
+
+def _fail(message: str) -> int:
+    print(f"fusion-dse: error: {' '.join(message.split())}", file=sys.stderr)
+    return EXIT_USAGE
 
 
 if __name__ == "__main__":

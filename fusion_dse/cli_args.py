@@ -26,15 +26,20 @@ HW_FLAGS = (
 """(flag, hardware key, metavar, help) of each hardware field with its own option."""
 
 
-def add_hw_arguments(p: argparse.ArgumentParser) -> None:
-    """Add ``--hw``, one option per `HW_FLAGS` entry and ``--set KEY=VALUE`` to `p`."""
+def add_hw_arguments(p: argparse.ArgumentParser, default: str | None = "edge-npu",
+                     default_text: str = "edge-npu") -> None:
+    """Add ``--hw``, one option per `HW_FLAGS` entry, ``--set KEY=VALUE`` and
+    ``--allow-extreme-hw`` to `p`."""
     g = p.add_argument_group("hardware", "a preset or YAML file, and overrides of its fields")
-    g.add_argument("--hw", default="edge-npu", metavar="PRESET|FILE",
-                   help="hardware preset name or YAML path (default: edge-npu)")
+    g.add_argument("--hw", default=default, metavar="PRESET|FILE",
+                   help=f"hardware preset name or YAML path (default: {default_text})")
     for flag, key, metavar, text in HW_FLAGS:
         g.add_argument(flag, dest=f"hw_{key}", metavar=metavar, help=text)
     g.add_argument("--set", dest="hw_set", action="append", default=[], metavar="KEY=VALUE",
                    help="override any hardware key, e.g. --set energy.mac_pj=0.2 (repeatable)")
+    g.add_argument("--allow-extreme-hw", action="store_true",
+                   help="accept hardware values outside the physically meaningful ranges "
+                        "(docs/limits.md), within the numerically safe ones")
 
 
 def hw_overrides(args: argparse.Namespace) -> dict[str, object]:

@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from fusion_dse.outputs import check_out_dir, check_out_file
 from search.registry import EXPLAINERS
 from simulator.errors import InputError
 from simulator.hw import DEFAULT_PRESET, load_hw
@@ -107,8 +108,8 @@ def run_train_explainer(args: argparse.Namespace) -> str:
         raise InputError(f"--held-out-per-network must be >= 0, got {args.held_out_per_network}")
     from explain.pretrain import pretrain_explainer
 
-    out = Path(args.out) if args.out else \
-        Path(DEFAULT_OUT_ROOT) / f"{args.explainer}-{args.scheme}.pt"
+    out = check_out_file(args.out or Path(DEFAULT_OUT_ROOT) / f"{args.explainer}-{args.scheme}.pt",
+                         "--out", create_parent=True)
     log = logging.getLogger("explain")
     handler = logging.StreamHandler(sys.stderr)  # one line per epoch (loss or reward; time)
     handler.setFormatter(logging.Formatter("fusion-dse: %(message)s"))
@@ -170,7 +171,7 @@ def run_train_gnn(args: argparse.Namespace) -> str:
     for value, flag in ((args.epochs, "--epochs"), (args.held_out_groups, "--held-out-groups"),
                         (args.threads, "--threads")):
         _positive(value, flag)
-    out = Path(args.out) if args.out else Path(DEFAULT_OUT_ROOT) / f"gnn-{args.scheme}"
+    out = check_out_dir(args.out or Path(DEFAULT_OUT_ROOT) / f"gnn-{args.scheme}", "--out")
     try:
         result = train_gnn(
             args.scheme, out, epochs=args.epochs or DEFAULT_EPOCHS, seed=args.seed,

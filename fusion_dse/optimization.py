@@ -1,10 +1,11 @@
 """The optimisation job: search a network's partition plans and write what was found.
 
 `optimize` is the public facade of one run: it hands its arguments to the staged pipeline
-(`fusion_dse.pipeline`: load, graph stages, search and repair, baselines, report) and returns
-the search result, whose summary holds the reference baselines. `write_outputs` writes
-plan.json, history.csv, summary.json and budget.png, and with two objectives pareto.csv and
-pareto.png (keys and columns in docs/search.md; figures from `fusion_dse.plots`).
+(`fusion_dse.pipeline`: load, graph stages, search and repair, optimum, baselines, report) and
+returns the search result, whose summary holds the optimum and the reference baselines.
+`write_outputs` writes plan.json, history.csv, summary.json and budget.png, and with two
+objectives pareto.csv and pareto.png (keys and columns in docs/search.md; figures from
+`fusion_dse.plots`).
 
 A network with nothing to fuse (every op unfusable on the buffer, or no two adjacent ops fit
 one group, e.g. a BRR run where every pair is BRR-incompatible) is not an error: the result is
@@ -21,7 +22,8 @@ from typing import Any
 
 from matplotlib.figure import Figure
 
-from fusion_dse.pipeline import RunSpec, run_pipeline
+from fusion_dse.outputs import atomic_dir
+from fusion_dse.pipeline import DEFAULT_EXACT_TIME_LIMIT, RunSpec, run_pipeline
 from fusion_dse.plots import budget_figure, pareto_figure
 from search.result import SearchResult
 from simulator.errors import InputError
@@ -33,20 +35,23 @@ __all__ = ["optimize", "plan_document", "write_outputs"]
 
 
 def optimize(model: str | ComputeGraph, hw: str | HardwareConfig = "edge-npu",
-             scheme: str | Scheme = Scheme.LBDF, search: str = "ls", repair: str = "random",
+             scheme: str | Scheme = Scheme.LBDF, search: str = "auto", repair: str = "random",
              budget: int = 2000, seed: int = 0, objectives: str | Sequence[str] = ("dram",),
              overrides: Mapping[str, Any] | None = None,
              progress: bool | Callable[[int, int | None], None] = False,
              input_shape: str | None = None,
-             explained_edges: int | None = None, keep_baseline: bool = True) -> SearchResult:
+             explained_edges: int | None = None, keep_baseline: bool = True,
+             exact_time_limit: float | None = DEFAULT_EXACT_TIME_LIMIT,
+             compute_optimum: bool = True) -> SearchResult:
     """Find the valid partition plan of `model` with the least DRAM traffic.
 
     Args:
         model: Zoo name, .onnx or graph .json path, ``module:callable``, or a graph.
         hw: Hardware preset name, YAML path or configuration.
         scheme: Fusion dataflow, LBDF or BRR (`Scheme` or its name).
-        search: Name in `search.registry.SEARCHES`: ``rs`` (random), ``ls`` (local) or
-            ``nsga2``.
+        search: Name in `search.registry.SEARCHES`: ``auto`` (the exact optimum where the
+            solver proves it within `exact_time_limit`, else local search seeded with the
+            capped optimum), ``exact``, ``rs`` (random), ``ls`` (local) or ``nsga2``.
         repair: Name in `search.registry.REPAIRS`, the splitter for groups over the buffer:
             ``random``, or explanation-guided (``gnne``, ``pg``, ``rg``, or ``alledges``
             without explanation).
@@ -61,15 +66,23 @@ def optimize(model: str | ComputeGraph, hw: str | HardwareConfig = "edge-npu",
         keep_baseline: Explanation-guided repairs keep the random repair's split of a group
             when it costs less DRAM (`explain.tree_split.GetSplitter.keep_baseline`); False
             for Algorithm 1 alone, as in the paper.
+        exact_time_limit: Seconds the exact solver may take (``exact``, ``auto`` and the
+            optimum reference); None for no cap. Capped, its answer is the optimum among the
+            sets costed (``optimal`` false, said in the summary).
+        compute_optimum: Compute the optimum reference every summary carries (False: it is
+            "not computed" and the run saves the solver's time; ``exact`` and ``auto`` reuse
+            their own solve, at no cost).
 
     Returns:
-        The search result; ``summary.baselines`` holds the reference baselines.
+        The search result; ``summary.baselines`` holds the reference baselines and
+        ``summary.optimum`` the optimum with the search's gap to it.
 
     Raises:
         InputError: bad budget, seed, algorithm, repair, scheme, objective, model or hardware.
     """
     spec = RunSpec(model, hw, scheme, search, repair, budget, seed, objectives, overrides,
-                   input_shape, explained_edges, keep_baseline)
+                   input_shape, explained_edges, keep_baseline, exact_time_limit,
+                   compute_optimum)
     return run_pipeline(spec, progress)
 
 
@@ -90,34 +103,54 @@ def plan_document(result: SearchResult) -> dict[str, Any]:
     return doc
 
 
-def write_outputs(result: SearchResult, out_dir: str | Path) -> dict[str, Path]:
+OUTPUT_FILES = ("plan.json", "history.csv", "summary.json", "budget.png", "pareto.csv",
+                "pareto.png")
+"""Every file `write_outputs` may write."""
+
+
+def write_outputs(result: SearchResult, out_dir: str | Path,
+                  force: bool = False) -> dict[str, Path]:
     """Write plan.json, history.csv, summary.json, budget.png (+ pareto.csv, pareto.png).
 
+    The files are written into a temporary folder beside `out_dir`, which then replaces
+    `out_dir` whole (`fusion_dse.outputs.atomic_dir`): a failed or interrupted write leaves
+    `out_dir` as it was, and no file of an earlier run survives next to the new ones.
+
+    Args:
+        result: The search result.
+        out_dir: The result folder.
+        force: Replace `out_dir` even when it holds files a run does not write.
+
     Returns:
-        The written files by name.
+        The written files by name (their final paths).
 
     Raises:
-        InputError: the directory cannot be created or written.
+        InputError: the directory cannot be created or written, or holds other files.
     """
     out = Path(out_dir)
     try:
-        out.mkdir(parents=True, exist_ok=True)
-        files = {
-            "plan.json": _write_text(out / "plan.json",
-                                     json.dumps(plan_document(result), indent=2)),
-            "history.csv": _write_text(out / "history.csv",
-                                       result.history.to_csv(index=False)),
-            "summary.json": _write_text(out / "summary.json",
-                                        json.dumps(result.summary.to_dict(), indent=2)),
-            "budget.png": _save(budget_figure(result), out / "budget.png"),
-        }
-        if result.pareto is not None:
-            files["pareto.csv"] = _write_text(out / "pareto.csv",
-                                              result.pareto.to_csv(index=False))
-            files["pareto.png"] = _save(pareto_figure(result), out / "pareto.png")
+        with atomic_dir(out, OUTPUT_FILES, force) as tmp:
+            files = _write_all(result, tmp)
     except OSError as err:
         raise InputError(f"cannot write the outputs to {str(out)!r}: "
                          f"{err.strerror or err}") from err
+    return {name: out / name for name in files}
+
+
+def _write_all(result: SearchResult, out: Path) -> dict[str, Path]:
+    files = {
+        "plan.json": _write_text(out / "plan.json",
+                                 json.dumps(plan_document(result), indent=2)),
+        "history.csv": _write_text(out / "history.csv",
+                                   result.history.to_csv(index=False)),
+        "summary.json": _write_text(out / "summary.json",
+                                    json.dumps(result.summary.to_dict(), indent=2)),
+        "budget.png": _save(budget_figure(result), out / "budget.png"),
+    }
+    if result.pareto is not None:
+        files["pareto.csv"] = _write_text(out / "pareto.csv",
+                                          result.pareto.to_csv(index=False))
+        files["pareto.png"] = _save(pareto_figure(result), out / "pareto.png")
     return files
 
 

@@ -6,14 +6,18 @@
     graph stages  ComputeGraph            -> ComputeGraph       (GRAPH_STAGES, in order)
     problem       graph, hw, scheme, splitter (search.registry.REPAIRS) -> SearchProblem
     search        problem, algorithm from search.registry.SEARCHES       -> SearchResult
+    optimum       graph + cache           -> Optimum (search.exact, capped; reused from the
+                                             search when it solved exactly: exact, auto)
     baselines     graph, hw, scheme       -> reference baselines
-    report        result + seed, hardware, baselines, splitter report   -> SearchResult
+    report        result + seed, hardware, baselines, optimum, splitter report -> SearchResult
 
-One `CostCache` of (graph, hardware, scheme) is made once and shared by the search and the
-baselines. `run_pipeline` chains the stages; `fusion_dse.optimization.optimize` is its public
-facade. Validation lives where the values are used (the budget in `search.budget`, the scheme
-and objectives in `search.problem.SearchProblem`, names in `search.registry`); this module
-checks only what nothing below it sees, the seed.
+One `CostCache` of (graph, hardware, scheme) is made once and shared by the search, the
+optimum and the baselines (the optimum of an explicit heuristic search is computed after it, so
+the search's own figures, cache rates included, are those of the search alone).
+`run_pipeline` chains the stages; `fusion_dse.optimization.optimize` is its public facade.
+Validation lives where the values are used (the budget in `search.budget`, the scheme and
+objectives in `search.problem.SearchProblem`, names in `search.registry`); this module checks
+only what nothing below it sees, the seed and the exact solver's time limit.
 """
 
 from __future__ import annotations
@@ -29,23 +33,26 @@ import numpy as np
 from tqdm import tqdm
 
 from fusion_dse.api import resolve_hw
+from search.algorithms.auto import DEFAULT_EXACT_TIME_LIMIT
 from search.algorithms.base import SearchAlgorithm
 from search.baselines import Baseline, reference_baselines
 from search.budget import SearchState, Termination, as_termination
 from search.driver import ProgressFn, run_search
+from search.exact.solver import ExactResult, optimum
 from search.problem import SearchProblem
 from search.registry import REPAIRS, SEARCHES
-from search.result import SearchResult
+from search.result import Optimum, SearchResult
 from search.splitter import Splitter
-from simulator.cost import CostCache
+from simulator.cost import CostCache, evaluate_plan
 from simulator.errors import InputError
 from simulator.hw import HardwareConfig
 from simulator.scheme import Scheme
 from simulator.workload.graph import ComputeGraph
 from simulator.workload.loader import load
 
-__all__ = ["GRAPH_STAGES", "GraphStage", "RunSpec", "baselines_stage", "graph_stages",
-           "load_stage", "problem_stage", "report_stage", "run_pipeline", "search_stage"]
+__all__ = ["DEFAULT_EXACT_TIME_LIMIT", "GRAPH_STAGES", "GraphStage", "RunSpec",
+           "baselines_stage", "graph_stages", "load_stage", "optimum_stage", "problem_stage",
+           "report_stage", "run_pipeline", "search_stage"]
 
 GraphStage = Callable[[ComputeGraph], ComputeGraph]
 """A graph pass: a pure function returning a network that computes the same outputs (graphs
@@ -65,7 +72,8 @@ class RunSpec:
         model: Zoo name, .onnx or graph .json path, ``module:callable``, or a graph.
         hw: Hardware preset name, YAML path or configuration.
         scheme: Fusion dataflow.
-        search: Name in `search.registry.SEARCHES`.
+        search: Name in `search.registry.SEARCHES` (``auto``: exact under the time cap, else
+            seeded local search).
         repair: Name in `search.registry.REPAIRS`.
         budget: Plans to propose and evaluate.
         seed: Seed of the run's generator.
@@ -75,12 +83,15 @@ class RunSpec:
         explained_edges: Explained edges an explanation-guided repair considers per group
             (None: the repair's default).
         keep_baseline: Explanation-guided repairs keep the random split when cheaper.
+        exact_time_limit: Seconds the exact solver may take (``exact``, ``auto`` and the
+            ``optimum`` of every run); None for no cap.
+        compute_optimum: Compute the ``optimum`` reference (False: "not computed").
     """
 
     model: str | ComputeGraph
     hw: str | HardwareConfig = "edge-npu"
     scheme: str | Scheme = Scheme.LBDF
-    search: str = "ls"
+    search: str = "auto"
     repair: str = "random"
     budget: int = 2000
     seed: int = 0
@@ -89,6 +100,8 @@ class RunSpec:
     input_shape: str | None = None
     explained_edges: int | None = None
     keep_baseline: bool = True
+    exact_time_limit: float | None = DEFAULT_EXACT_TIME_LIMIT
+    compute_optimum: bool = True
 
     def repair_options(self) -> dict[str, Any]:
         """Options for the repair's factory (a repair takes those it declares)."""
@@ -138,20 +151,36 @@ def baselines_stage(problem: SearchProblem,
     return baselines, round(time.perf_counter() - started, 3)
 
 
+def optimum_stage(problem: SearchProblem, cache: CostCache, solved: ExactResult | None = None,
+                  time_limit: float | None = DEFAULT_EXACT_TIME_LIMIT) -> Optimum:
+    """The least-DRAM plan as a reference: `solved` when the search already has it, else
+    `search.exact.optimum` under `time_limit` (capped: ``optimal`` false, with the reason and
+    a proven lower bound when the solver has one)."""
+    exact = solved or optimum(problem.graph, cache, time_limit=time_limit)
+    cost = evaluate_plan(problem.graph, exact.plan, problem.hw, problem.scheme, cache)
+    if not cost.valid:
+        raise RuntimeError(f"the exact solver returned an invalid plan: {cost.violations[0]}")
+    info = {k: v for k, v in exact.to_dict().items()
+            if k not in ("dram_bytes", "cycles", "mbu_bytes", "groups")}
+    return Optimum(Baseline("optimum", exact.plan, cost.dram_bytes, cost.dram_bytes_fuseable,
+                            cost.mbu, cost.cycles, cost.energy_pj, len(exact.plan), info))
+
+
 def report_stage(result: SearchResult, problem: SearchProblem, seed: int,
-                 baselines: Mapping[str, Baseline], baseline_seconds: float) -> SearchResult:
-    """The result with the run's seed, hardware, baselines and splitter figures added to
-    its summary."""
+                 baselines: Mapping[str, Baseline], baseline_seconds: float,
+                 best_known: Optimum | None = None) -> SearchResult:
+    """The result with the run's seed, hardware, baselines, optimum and splitter figures
+    added to its summary."""
     summary = replace(result.summary, seed=seed, hardware=problem.hw.to_dict(),
                       baselines=baselines, baseline_seconds=baseline_seconds,
-                      splitter=problem.splitter.report())
+                      splitter=problem.splitter.report(), optimum=best_known)
     return replace(result, summary=summary)
 
 
 def run_pipeline(spec: RunSpec, progress: bool | ProgressFn = False,
                  stages: Sequence[GraphStage] = GRAPH_STAGES) -> SearchResult:
-    """Run every stage of `spec` (see the module): load, graph passes, search, baselines,
-    report.
+    """Run every stage of `spec` (see the module): load, graph passes, search, optimum,
+    baselines, report.
 
     Raises:
         InputError: bad input of any kind (names, seed and budget before the network is
@@ -163,9 +192,25 @@ def run_pipeline(spec: RunSpec, progress: bool | ProgressFn = False,
     graph, hw = load_stage(spec)
     problem = problem_stage(spec, graph_stages(graph, stages), hw, splitter)
     cache = CostCache(problem.graph, hw, problem.scheme)
-    result = search_stage(problem, search.create(), termination, seed, cache, progress)
+    algorithm = search.create(time_limit=_check_time_limit(spec.exact_time_limit))
+    result = search_stage(problem, algorithm, termination, seed, cache, progress)
+    best_known = Optimum(None, "not asked for (no optimum)")
+    if spec.compute_optimum:
+        solved = getattr(algorithm, "result", None)
+        best_known = optimum_stage(problem, cache, solved if isinstance(solved, ExactResult)
+                                   else None, spec.exact_time_limit)
     baselines, seconds = baselines_stage(problem, cache)
-    return report_stage(result, problem, seed, baselines, seconds)
+    return report_stage(result, problem, seed, baselines, seconds, best_known)
+
+
+def _check_time_limit(limit: Any) -> float | None:
+    if limit is None:
+        return None
+    if isinstance(limit, bool) or not isinstance(limit, (int, float, np.integer, np.floating)) \
+            or not limit > 0:
+        raise InputError(f"the exact solver's time limit must be a positive number of "
+                         f"seconds or None, got {limit!r}")
+    return float(limit)
 
 
 def _check_seed(seed: Any) -> int:

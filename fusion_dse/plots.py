@@ -161,7 +161,8 @@ _BASELINE_STYLE = {
 
 
 def budget_figure(result: SearchResult) -> Figure:
-    """Budget vs best DRAM over the fuseable ops (Mills et al. Fig. 5), baselines as lines."""
+    """Budget vs best DRAM over the fuseable ops (Mills et al. Fig. 5); the optimum
+    (`search.exact`, when computed) and the baselines as lines."""
     s = result.summary
     fig = Figure(figsize=(7, 4.5), layout="constrained")
     ax = fig.add_subplot()
@@ -179,6 +180,11 @@ def budget_figure(result: SearchResult) -> Figure:
         mb = b.dram_bytes_fuseable / _MB
         values.append(mb)
         ax.axhline(mb, color=color, ls=style, lw=1.2, label=f"{text} ({mb:.3f} MB)")
+    if s.optimum is not None and s.optimum.baseline is not None:
+        mb = s.optimum.baseline.dram_bytes_fuseable / _MB
+        values.append(mb)
+        text = "optimum" if s.optimum.optimal else "best of the capped exact solve"
+        ax.axhline(mb, color="tab:red", ls="-", lw=1.2, label=f"{text} ({mb:.3f} MB)")
     if values and min(values) > 0:
         ax.set_yscale("log")
         plain = FuncFormatter(lambda v, _: f"{v:g}")

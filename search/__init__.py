@@ -11,8 +11,7 @@ registry, for the command-line parser) does not import pymoo.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from simulator.lazy import lazy_exports
 
 _EXPORTS = {
     "search.algorithms": ("LocalSearch", "NSGA2Search", "RandomSearch", "SearchAlgorithm",
@@ -32,11 +31,4 @@ _HOME = {name: module for module, names in _EXPORTS.items() for name in names}
 __all__ = sorted(_HOME)
 
 
-def __getattr__(name: str) -> Any:
-    if name in _HOME:
-        return getattr(importlib.import_module(_HOME[name]), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_HOME))
+__getattr__, __dir__ = lazy_exports(__name__, _HOME)

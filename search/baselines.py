@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from simulator.cost import CostCache, evaluate_plan
+from simulator.cost import CostCache, Failure, evaluate_plan
 from simulator.partition import Group, is_acyclic
 from simulator.plan import PartitionPlan, layer_by_layer, plan_of, segment_plan
 from simulator.scheme import Scheme
@@ -42,8 +42,8 @@ class SegmentDP:
         cuts: Op ids where a segment starts (0 implied).
         dram_bytes: Its DRAM traffic, whole network (equals `evaluate_plan`'s).
         longest_segment: Most ops of any feasible segment the DP met.
-        capped: True if some segment was still feasible at `max_len` ops, so longer segments
-            were not considered (the plan is then optimal among segments of <= `max_len` ops).
+        capped: True if some segment of `max_len` ops was feasible (longer segments were not
+            considered; the plan is optimal among segments of <= `max_len` ops, as always).
     """
 
     plan: PartitionPlan
@@ -54,26 +54,28 @@ class SegmentDP:
 
 
 def segment_dp(graph: ComputeGraph, cache: CostCache, max_len: int | None = 64) -> SegmentDP:
-    """The segment plan with the least DRAM traffic whose groups all run.
+    """The segment plan with the least DRAM traffic whose groups all run, among segments of at
+    most `max_len` ops.
 
     best[j] = min over i < j of best[i] + F_D(segment [i, j)), where a segment's F_D is the sum
     over its weakly connected components (unfusable ops alone run layer by layer; with another
     op they make the segment infeasible). Segment costs are additive, so the DP is exact over
     segment plans. From each start i the segment grows one op at a time (only the component
-    that the new op joins changes, one group cost per step) until it becomes infeasible or
-    reaches `max_len` ops: O(n * L) group costs, L the longest feasible segment.
+    that the new op joins changes, one group cost per step).
 
-    Stopping at the first infeasible extension relies on feasibility being monotone in the
-    segment end: a component that does not fit only grows or persists as the segment grows,
-    and adding ops to a connected group does not lower its requirement (LBDF keeps all weights
-    and every internal tensor's live rows; BRR cannot tile away a broadcast of a pooled map).
-    This held for all 61,000 segment extensions (<= 60 ops) of six zoo networks at the paper's
-    buffer sizes under LBDF and BRR, and the brute-force tests check it on small graphs.
+    F_beta is not monotone (adding an op can lower it: a tensor becomes internal, the tile count
+    changes), so a segment that does not fit may fit again once it grows: the growth goes on
+    past infeasible segments (they are only not used by the DP) and stops early only where no
+    longer segment from i can run, because a component that cannot run keeps a reason that
+    persists in every superset (an unfusable op with another op; LBDF weights over the buffer;
+    BRR-incompatible; see docs/exact.md, "Pruning") or can no longer change (no op of it feeds
+    an op after the segment, so no later op joins it). Otherwise it grows to `max_len` ops: at
+    most n * `max_len` group costs, memoised in `cache`.
 
-    `max_len` bounds L where every segment fits (a buffer larger than the network's working
-    set): the default 64 is above the longest feasible segment of every zoo network at the
-    paper's 128-256 KiB (see docs/search.md), so there the DP is exact; ``capped`` reports
-    when the bound was reached. None removes it (O(n^2) group costs).
+    `max_len` bounds the segments where nothing stops the growth: the default 64 is above the
+    longest feasible segment of every zoo network at the paper's 128-256 KiB (see
+    docs/search.md); ``capped`` reports when a feasible segment reached it. None removes the
+    bound (O(n^2) group costs).
     """
     n = len(graph)
     unfusable = frozenset(cache.unfusable)
@@ -82,42 +84,51 @@ def segment_dp(graph: ComputeGraph, cache: CostCache, max_len: int | None = 64) 
     back = [0] * (n + 1)
     longest, capped = 1, False
     for i in range(n):
-        length, total, feasible_to_cap = 0, 0, True
         for j, seg_cost in _segment_costs(graph, cache, unfusable, i, min(n, i + cap)):
-            length = j - i + 1
             if seg_cost is None:
-                feasible_to_cap = False
-                break
-            total = seg_cost
-            if best[j + 1] is None or best[i] + total < best[j + 1]:
-                best[j + 1], back[j + 1] = best[i] + total, i
-        longest = max(longest, length if feasible_to_cap else length - 1)
-        capped = capped or (feasible_to_cap and length == cap and i + cap < n)
+                continue
+            longest = max(longest, j - i + 1)
+            capped = capped or (j - i + 1 == cap and j + 1 < n)
+            if best[j + 1] is None or best[i] + seg_cost < best[j + 1]:
+                best[j + 1], back[j + 1] = best[i] + seg_cost, i
     cuts = _cuts(back, n)
     return SegmentDP(segment_plan(graph, cuts), cuts, int(best[n]), longest, capped)
 
 
+_PERSISTENT = frozenset({Failure.WEIGHTS_OVER_BUFFER, Failure.BRR_INCOMPATIBLE,
+                         Failure.NOT_SINGLE_OP})
+"""Failures every superset of a group keeps (docs/exact.md, "Pruning")."""
+
+
 def _segment_costs(graph: ComputeGraph, cache: CostCache, unfusable: frozenset[int], i: int,
                    stop: int):
-    """Yield (j, F_D of segment [i, j]) for j = i..stop-1; None once it is infeasible."""
+    """Yield (j, F_D of segment [i, j]) for j = i..stop-1, None where it cannot run; stop
+    once no longer segment from i can run (see `segment_dp`)."""
     comp_of: dict[int, int] = {}
     comps: dict[int, tuple[Group, int]] = {}
+    reach: dict[int, int] = {}  # component -> last op any of its ops feeds
+    failing: set[int] = set()  # components that do not fit (yet)
     total = 0
     for j in range(i, stop):
         ids = sorted({comp_of[p] for p in graph.predecessors(j) if p >= i})
         ops = tuple(sorted([j, *(o for c in ids for o in comps[c][0])]))
         if len(ops) > 1 and any(o in unfusable for o in ops):
-            yield j, None
             return
         cost = cache.run(ops)
-        if not cost.fits:
-            yield j, None
+        if not cost.fits and cost.failure in _PERSISTENT:
             return
         total += cost.dram_bytes - sum(comps.pop(c)[1] for c in ids)
+        failing.difference_update(ids)
         comps[j] = (ops, cost.dram_bytes)
+        reach[j] = max([max(graph.successors(j), default=-1),
+                        *(reach.pop(c) for c in ids)])
         for o in ops:
             comp_of[o] = j
-        yield j, total
+        if not cost.fits:
+            failing.add(j)
+        if any(reach[c] <= j for c in failing):
+            return
+        yield j, None if failing else total
 
 
 def _cuts(back: list[int], n: int) -> tuple[int, ...]:

@@ -3,8 +3,12 @@
 `run_search` builds the run's context (generator, caches, encoding, repairer), checks that the
 network has something to fuse, then repeats ask -> evaluate -> tell until the termination says
 stop. The last batch is truncated at the budget, so a `PlanBudget` of N evaluates exactly N
-plans. Each evaluated plan is scored (memoised), checked and recorded; the best plan (least
-DRAM) is re-costed with `simulator.cost.evaluate_plan`, the reference.
+plans. An algorithm that has nothing more to propose says so with a true ``done`` attribute
+(the exact solver, after proposing the optimum): the loop then stops before the budget, and
+``budget_used`` says how many plans were evaluated. Each evaluated plan is scored (memoised),
+checked and recorded; the best plan (least DRAM) is re-costed with
+`simulator.cost.evaluate_plan`, the reference. An algorithm with a ``report()`` method adds its
+figures to the summary (``search_report``: which path ``auto`` took).
 """
 
 from __future__ import annotations
@@ -190,7 +194,7 @@ def run_search(problem: SearchProblem, algorithm: SearchAlgorithm, budget: int |
 def _loop(context: SearchContext, algorithm: SearchAlgorithm, termination: Termination,
           recorder: _Recorder, progress: ProgressFn | None) -> None:
     algorithm.start(context)
-    while not termination.done(recorder.state()):
+    while not termination.done(recorder.state()) and not _finished(algorithm):
         plans = algorithm.ask()
         if not plans:
             raise RuntimeError(f"algorithm {algorithm.name!r} proposed no plan")
@@ -203,6 +207,17 @@ def _loop(context: SearchContext, algorithm: SearchAlgorithm, termination: Termi
         if progress is not None:
             best = recorder.best_score
             progress(recorder.evaluated, best.dram_bytes if best else None)
+
+
+def _finished(algorithm: SearchAlgorithm) -> bool:
+    """True once the algorithm has nothing more to propose (an optional ``done`` attribute)."""
+    return bool(getattr(algorithm, "done", False))
+
+
+def _report(algorithm: SearchAlgorithm) -> dict | None:
+    """The algorithm's own figures (an optional ``report()`` method), or None."""
+    report = getattr(algorithm, "report", None)
+    return report() if callable(report) else None
 
 
 def _summary(problem: SearchProblem, algorithm: SearchAlgorithm, termination: Termination,
@@ -223,4 +238,4 @@ def _summary(problem: SearchProblem, algorithm: SearchAlgorithm, termination: Te
                 "splitter": CacheRate(repairer.hits, repairer.misses),
                 "plan": CacheRate(context.plan_hits, context.plan_misses)},
         status=status, message=message, notes=notes,
-        seconds=round(time.perf_counter() - started, 3))
+        seconds=round(time.perf_counter() - started, 3), search_report=_report(algorithm))

@@ -150,8 +150,14 @@ SEARCHES: Registry[Any] = Registry("search algorithm", (
     Strategy("rs", "search.algorithms.random_search:RandomSearch", "random"),
     Strategy("ls", "search.algorithms.local_search:LocalSearch", "local search"),
     Strategy("nsga2", "search.algorithms.nsga2:NSGA2Search", "NSGA-II"),
+    Strategy("exact", "search.exact.algorithm:ExactSearch", "provably optimal plan (capped by "
+             "time_limit: then optimal among the sets costed)", options=("time_limit",)),
+    Strategy("auto", "search.algorithms.auto:AutoSearch", "exact where it finishes under the "
+             "time cap, else local search seeded with the capped optimum",
+             options=("time_limit",)),
 ))
-"""Ask-and-tell search algorithms (`search.algorithms.SearchAlgorithm`), the paper's settings."""
+"""Ask-and-tell search algorithms (`search.algorithms.SearchAlgorithm`): the paper's settings,
+the exact solver (`search.exact`) and ``auto`` (exact, else seeded local search)."""
 
 REPAIRS: Registry[Any] = Registry("repair", (
     Strategy("random", "search.splitter:RandomSplitter", "random recursive cuts (the paper's "

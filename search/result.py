@@ -1,7 +1,9 @@
 """The result of a search: best plan, its cost, the history of evaluations and a summary.
 
 `SearchSummary` is the run's figures, typed and frozen; `SearchSummary.to_dict` is the
-summary.json document (keys in docs/search.md), made only at the edge.
+summary.json document (keys in docs/search.md), made only at the edge. The optimum
+(`search.exact`) is a baseline like the others but kept apart (``optimum``), with the search's
+gap to it (`gap_to_optimum`).
 
 History columns (one row per proposed-and-evaluated plan, in order; stable names):
 
@@ -35,8 +37,8 @@ if TYPE_CHECKING:
     from search.baselines import Baseline
     from simulator.hw import HardwareConfig
 
-__all__ = ["HISTORY_COLUMNS", "OBJECTIVE_COLUMNS", "SUMMARY_FORMAT", "CacheRate", "SearchResult",
-           "SearchSummary", "empty_history"]
+__all__ = ["HISTORY_COLUMNS", "OBJECTIVE_COLUMNS", "SUMMARY_FORMAT", "CacheRate", "Optimum",
+           "SearchResult", "SearchSummary", "empty_history", "gap_to_optimum"]
 
 SUMMARY_FORMAT = "fusion-dse.search"
 """The ``format`` of summary.json."""
@@ -73,6 +75,61 @@ class CacheRate:
         return {"hits": self.hits, "misses": self.misses, "hit_rate": self.hit_rate}
 
 
+def gap_to_optimum(dram_bytes: int, optimum_bytes: int) -> float:
+    """How far `dram_bytes` is above `optimum_bytes`, as a fraction (0.05: 5 % more DRAM),
+    rounded to 6 places."""
+    return round(dram_bytes / optimum_bytes - 1, 6) if optimum_bytes else 0.0
+
+
+@dataclass(frozen=True)
+class Optimum:
+    """The least-DRAM plan (`search.exact.optimum`) as a reference, or why it is missing.
+
+    Attributes:
+        baseline: Its figures as a `search.baselines.Baseline` named ``optimum`` (``info``
+            holds the solver's figures: ``optimal``, ``cap_reason``, ``bound_bytes``,
+            ``candidates``, ``costed``, ``states``, ``seconds``); None when not computed.
+        reason: Why it was not computed (``""`` when it was).
+    """
+
+    baseline: Baseline | None
+    reason: str = ""
+
+    @property
+    def optimal(self) -> bool:
+        """True when the plan is proven optimal (no cap cut the solve)."""
+        return self.baseline is not None and bool(self.baseline.info.get("optimal"))
+
+    @property
+    def bound_bytes(self) -> int | None:
+        """A proven lower bound on the optimum's DRAM: the optimum itself when optimal, the
+        solver's bound when capped (None when unknown)."""
+        if self.baseline is None:
+            return None
+        if self.optimal:
+            return self.baseline.dram_bytes
+        return self.baseline.info.get("bound_bytes")
+
+    def gaps(self, dram_bytes: int) -> dict[str, float | None]:
+        """``gap_to_optimum`` of a plan with `dram_bytes` (None unless the optimum is proven)
+        and, when only a bound is known, ``gap_to_optimum_at_most`` (its gap to the bound);
+        nothing when the optimum was not computed."""
+        if self.baseline is None:
+            return {}
+        if self.optimal:
+            return {"gap_to_optimum": gap_to_optimum(dram_bytes, self.baseline.dram_bytes)}
+        gaps: dict[str, float | None] = {"gap_to_optimum": None}
+        if self.bound_bytes:
+            gaps["gap_to_optimum_at_most"] = gap_to_optimum(dram_bytes, self.bound_bytes)
+        return gaps
+
+    def to_dict(self) -> dict[str, Any]:
+        """``status`` (``optimal``, ``capped`` or ``not computed``) and the figures or reason."""
+        if self.baseline is None:
+            return {"status": "not computed", "reason": self.reason}
+        return {"status": "optimal" if self.optimal else "capped", **self.baseline.to_dict()}
+
+
 @dataclass(frozen=True)
 class SearchSummary:
     """The figures of one run (the mappings are not to be modified).
@@ -96,11 +153,14 @@ class SearchSummary:
         status, message: ``ok`` and ``""``, or why there was nothing to search.
         notes: Facts about the problem a user should know.
         seconds: Wall-clock time of the search.
+        search_report: The algorithm's own figures (``auto``: the path it took), if any.
         seed: Seed of the run's generator.
         hardware: All hardware fields (`HardwareConfig.to_dict`).
         baselines: Reference baselines by name (`search.baselines.reference_baselines`).
         baseline_seconds: Wall-clock time of the baselines.
         splitter: The splitter's own figures (`Splitter.report`), if it has any.
+        optimum: The optimum (`Optimum`), added by the pipeline; with it, ``best`` gains
+            ``gap_to_optimum`` (and ``gap_to_optimum_at_most`` when the solve was capped).
     """
 
     model: str
@@ -122,11 +182,13 @@ class SearchSummary:
     message: str
     notes: tuple[str, ...]
     seconds: float
+    search_report: Mapping[str, Any] | None = None
     seed: int | None = None
     hardware: Mapping[str, Any] | None = None
     baselines: Mapping[str, Baseline] | None = None
     baseline_seconds: float | None = None
     splitter: Mapping[str, Any] | None = None
+    optimum: Optimum | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The summary.json document: stable keys, in a stable order (docs/search.md)."""
@@ -137,16 +199,19 @@ class SearchSummary:
             "budget": self.budget, "budget_used": self.budget_used,
             "distinct_plans": self.distinct_plans,
             "diversified_repairs": self.diversified_repairs,
-            "best": {**self.best, "found_at": self.found_at},
+            "best": {**self.best, "found_at": self.found_at,
+                     **(self.optimum.gaps(self.best["dram_bytes"]) if self.optimum else {})},
             "search_space": dict(self.search_space),
             "caches": {name: rate.to_dict() for name, rate in self.caches.items()},
             "status": self.status, "message": self.message, "notes": list(self.notes),
             "seconds": self.seconds,
         }
-        extra = {"seed": self.seed, "hardware": self.hardware,
+        extra = {"search_report": self.search_report, "seed": self.seed,
+                 "hardware": self.hardware,
                  "baselines": None if self.baselines is None else
                  {name: b.to_dict() for name, b in self.baselines.items()},
-                 "baseline_seconds": self.baseline_seconds, "splitter": self.splitter}
+                 "baseline_seconds": self.baseline_seconds, "splitter": self.splitter,
+                 "optimum": None if self.optimum is None else self.optimum.to_dict()}
         doc.update((k, v) for k, v in extra.items() if v is not None)
         return doc
 

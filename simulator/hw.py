@@ -42,6 +42,7 @@ import importlib.resources
 import math
 import os
 import re
+import reprlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from decimal import Decimal
@@ -52,6 +53,7 @@ from typing import Annotated, Any
 import yaml
 from pydantic import BaseModel, ConfigDict, PlainValidator, ValidationError
 
+from simulator import limits
 from simulator.errors import InputError
 
 __all__ = [
@@ -148,6 +150,8 @@ def _text(value: Any) -> str:
 def _name(value: Any) -> str:
     if not _text(value).strip():
         raise ValueError("must not be empty")
+    if len(value) > limits.MAX_NAME_CHARS:
+        raise ValueError(f"is longer than {limits.MAX_NAME_CHARS} characters")
     return value
 
 
@@ -195,6 +199,22 @@ def _size(value: Any) -> int:
     if exact != exact.to_integral_value():
         raise ValueError(f"is not a whole number of bytes ({exact.normalize():f} B)")
     return int(exact)
+
+
+def _in_range(check: Callable[[Any], Any], field: str) -> Callable[[Any], Any]:
+    """`check`, then the range of `field` in `simulator.limits` (physically meaningful, or
+    numerically safe with ``--allow-extreme-hw``)."""
+
+    def validate(value: Any) -> Any:
+        number = check(value)
+        low, high = limits.hw_range(field)
+        if not low <= number <= high:
+            hint = ("" if limits.extreme_hw_allowed()
+                    else "; --allow-extreme-hw accepts extremes, see docs/limits.md")
+            raise ValueError(f"outside the range {low:g}..{high:g}{hint}")
+        return number
+
+    return validate
 
 
 def _yaml_number(check: Callable[[Any], Any]) -> Callable[[Any], Any]:
@@ -300,21 +320,25 @@ class HardwareConfig:
 
 _Name = Annotated[str, PlainValidator(_name)]
 _Text = Annotated[str, PlainValidator(_text)]
-_Size = Annotated[int, PlainValidator(_size)]
-_Clock = Annotated[float, PlainValidator(_clock)]
+_Size = Annotated[int, PlainValidator(_in_range(_size, "buffer"))]
+_Clock = Annotated[float, PlainValidator(_in_range(_clock, "clock"))]
 _DtypeBytes = Annotated[int, PlainValidator(_yaml_number(_dtype_bytes))]
-_PositiveInt = Annotated[int, PlainValidator(_yaml_number(_positive_int))]
-_NonNegativeInt = Annotated[int, PlainValidator(_yaml_number(_non_negative_int))]
-_Positive = Annotated[float, PlainValidator(_yaml_number(_positive))]
-_NonNegative = Annotated[float, PlainValidator(_yaml_number(_non_negative))]
+_Macs = Annotated[int, PlainValidator(_in_range(_yaml_number(_positive_int), "macs_per_cycle"))]
+_Latency = Annotated[int, PlainValidator(_in_range(_yaml_number(_non_negative_int),
+                                                   "dram_latency"))]
+_DramBandwidth = Annotated[float, PlainValidator(_in_range(_yaml_number(_positive),
+                                                           "dram_bandwidth"))]
+_BufferBandwidth = Annotated[float, PlainValidator(_in_range(_yaml_number(_positive),
+                                                             "buffer_bandwidth"))]
+_Energy = Annotated[float, PlainValidator(_in_range(_yaml_number(_non_negative), "energy"))]
 
 
 class _EnergySchema(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    dram_pj_per_byte: _NonNegative
-    buffer_pj_per_byte: _NonNegative
-    mac_pj: _NonNegative
+    dram_pj_per_byte: _Energy
+    buffer_pj_per_byte: _Energy
+    mac_pj: _Energy
 
 
 class _HwSchema(BaseModel):
@@ -325,11 +349,11 @@ class _HwSchema(BaseModel):
     source: _Text = ""
     buffer: _Size
     dtype_bytes: _DtypeBytes = 1
-    dram_bandwidth: _Positive
-    dram_latency: _NonNegativeInt
+    dram_bandwidth: _DramBandwidth
+    dram_latency: _Latency
     clock: _Clock
-    macs_per_cycle: _PositiveInt
-    buffer_bandwidth: _Positive
+    macs_per_cycle: _Macs
+    buffer_bandwidth: _BufferBandwidth
     energy: _EnergySchema
 
 
@@ -383,8 +407,14 @@ def _from_schema(schema: _HwSchema) -> HardwareConfig:
 # --- error messages -------------------------------------------------------------------------
 
 
+_REPR = reprlib.Repr()
+_REPR.maxlevel, _REPR.maxlist, _REPR.maxdict, _REPR.maxtuple, _REPR.maxset = 3, 4, 4, 4, 4
+_REPR.maxstring = _REPR.maxother = _REPR.maxlong = 40
+
+
 def _show(value: Any) -> str:
-    text = repr(value)
+    """A short repr that never builds the whole of a huge value (reprlib cuts as it goes)."""
+    text = _REPR.repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
 
 
@@ -537,6 +567,9 @@ def _looks_like_path(spec: str) -> bool:
 def _locate(spec: str | os.PathLike[str]) -> tuple[Traversable, str]:
     """The file `spec` names and how to name it in messages."""
     text = os.fspath(spec)
+    if any(len(part) > limits.MAX_NAME_CHARS for part in PurePath(text).parts):
+        raise HardwareConfigError(f"hardware config {text[:40]!r}...: a name longer than "
+                                  f"{limits.MAX_NAME_CHARS} characters")
     if isinstance(spec, os.PathLike) or _looks_like_path(text):
         path = Path(text).expanduser()
         if not path.is_file():
@@ -565,6 +598,55 @@ class _UniqueKeyLoader(yaml.SafeLoader):
             seen.add(key)
         return super().construct_mapping(node, deep=deep)
 
+    def compose_document(self) -> yaml.Node:  # type: ignore[override]
+        node = super().compose_document()
+        _check_expansion(node)
+        return node
+
+
+def _check_expansion(root: yaml.Node) -> None:
+    """Refuse a document whose aliases expand to more than `limits.MAX_YAML_NODES` nodes
+    (billion laughs); counted over the shared node graph without expanding or recursing."""
+    size: dict[int, int] = {}
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    while stack:
+        node, done = stack.pop()
+        if id(node) in size:
+            continue
+        children = _children(node)
+        if done or not children:
+            total = 1 + sum(size.get(id(c), 0) for c in children)
+            if total > limits.MAX_YAML_NODES:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"expands to more than {limits.MAX_YAML_NODES:,} values "
+                    "(aliases)", node.start_mark)
+            size[id(node)] = total
+            continue
+        stack.append((node, True))
+        stack.extend((c, False) for c in children if id(c) not in size)
+
+
+def _children(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    if isinstance(node, yaml.MappingNode):
+        return [n for pair in node.value for n in pair]
+    return []
+
+
+def _check_yaml_depth(text: str, origin: str) -> None:
+    """Refuse nesting deeper than `limits.MAX_YAML_DEPTH` from the parser's events (the
+    parser keeps a stack, the composer recurses), before anything is built."""
+    depth = 0
+    for event in yaml.parse(text, Loader=yaml.SafeLoader):
+        if isinstance(event, yaml.CollectionStartEvent):
+            depth += 1
+            if depth > limits.MAX_YAML_DEPTH:
+                raise HardwareConfigError(f"{origin}: nested more than "
+                                          f"{limits.MAX_YAML_DEPTH} levels deep")
+        elif isinstance(event, yaml.CollectionEndEvent):
+            depth -= 1
+
 
 def _yaml_error(origin: str, err: yaml.YAMLError) -> HardwareConfigError:
     mark = getattr(err, "problem_mark", None)
@@ -576,14 +658,20 @@ def _yaml_error(origin: str, err: yaml.YAMLError) -> HardwareConfigError:
     return HardwareConfigError(f"{origin}: {where}malformed YAML: {problem}")
 
 
+def _read_text(path: Traversable, origin: str) -> str:
+    if isinstance(path, Path):
+        return limits.read_text(path, "hardware config", f"hardware config {origin!r}",
+                                HardwareConfigError)
+    try:  # a preset inside the installed package
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as err:
+        raise HardwareConfigError(f"{origin}: cannot read: {err}") from err
+
+
 def _read_yaml(path: Traversable, origin: str) -> dict[str, Any]:
+    text = _read_text(path, origin)
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as err:
-        raise HardwareConfigError(f"{origin}: cannot read: {err.strerror}") from err
-    except UnicodeDecodeError as err:
-        raise HardwareConfigError(f"{origin}: not a UTF-8 text file") from err
-    try:
+        _check_yaml_depth(text, origin)
         doc = yaml.load(text, Loader=_UniqueKeyLoader)
     except yaml.YAMLError as err:
         raise _yaml_error(origin, err) from err

@@ -9,13 +9,13 @@ check.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from simulator import limits
 from simulator.errors import InputError
 from simulator.partition import Group, components
 from simulator.workload.graph import ComputeGraph
@@ -26,6 +26,8 @@ __all__ = [
     "PlanError",
     "layer_by_layer",
     "load_plan",
+    "plan_context",
+    "read_plan_document",
     "plan_from_doc",
     "plan_of",
     "segment_plan",
@@ -126,20 +128,40 @@ def segment_plan(graph: ComputeGraph, cuts: Iterable[int]) -> PartitionPlan:
     return PartitionPlan.of(groups)
 
 
+def read_plan_document(path: str | Path) -> Any:
+    """The parsed JSON of a plan file, read within `simulator.limits` (a regular UTF-8 file of
+    bounded size and nesting).
+
+    Raises:
+        PlanError: unreadable, too large, not a regular file, not UTF-8 or not JSON.
+    """
+    return limits.load_json_file(path, "plan", f"plan file {str(path)!r}", PlanError)
+
+
+def plan_context(doc: Any) -> dict[str, Any]:
+    """What a plan document records about how it was costed: ``scheme``, ``hw`` (the
+    hardware's name) and ``buffer_bytes``, those present and well-formed (plan.json of
+    ``fusion-dse optimize`` has all three)."""
+    if not isinstance(doc, dict):
+        return {}
+    context: dict[str, Any] = {}
+    if isinstance(doc.get("scheme"), str):
+        context["scheme"] = doc["scheme"]
+    if isinstance(doc.get("hw"), str) and 0 < len(doc["hw"]) <= limits.MAX_NAME_CHARS:
+        context["hw"] = doc["hw"]
+    buffer = doc.get("buffer_bytes")
+    if isinstance(buffer, int) and not isinstance(buffer, bool):
+        context["buffer_bytes"] = buffer
+    return context
+
+
 def load_plan(path: str | Path, graph: ComputeGraph) -> PartitionPlan:
     """Read a plan JSON file (groups as lists of op names or ids, or objects with ``ops``).
 
     Raises:
         PlanError: unreadable file, malformed document, or an op the graph does not have.
     """
-    where = str(path)
-    try:
-        doc = json.loads(Path(path).read_text())
-    except OSError as err:
-        raise PlanError(f"cannot read plan file {where!r}: {err.strerror}") from err
-    except json.JSONDecodeError as err:
-        raise PlanError(f"plan file {where!r} is not valid JSON: {err}") from err
-    return plan_from_doc(doc, graph, where)
+    return plan_from_doc(read_plan_document(path), graph, str(path))
 
 
 def plan_from_doc(doc: Any, graph: ComputeGraph, where: str = "plan") -> PartitionPlan:

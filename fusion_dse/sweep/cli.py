@@ -27,7 +27,7 @@ _AXIS_FLAGS = (
     ("--hw", "hw", "P,P", "hardware presets or YAML files (default: edge-npu)"),
     ("--buffers", "buffer", "SIZES", "buffer sizes, e.g. 64KiB..2MiB:x2 or 128KiB,1MiB"),
     ("--schemes", "scheme", "S,S", "dataflows: lbdf, brr, lbl (default: lbdf)"),
-    ("--searches", "search", "A,A", "search algorithms, any registered name (default: ls)"),
+    ("--searches", "search", "A,A", "search algorithms, any registered name (default: auto)"),
     ("--repairs", "repair", "R,R", "repairs, any registered name (default: random)"),
     ("--budget", "budget", "N", "plans per search, one value or a list/range (default: 2000)"),
     ("--seeds", "seed", "SEEDS", "seeds, e.g. 0..4 (default: 0)"),
@@ -237,7 +237,7 @@ def add_compare(sub: argparse._SubParsersAction) -> None:
                    help="buffer sizes (default: 64KiB..2MiB:x2)")
     p.add_argument("--schemes", default="lbdf,brr,lbl", metavar="S,S",
                    help="dataflows (default: lbdf,brr,lbl)")
-    p.add_argument("--search", default="ls", help="search algorithm (default: ls)")
+    p.add_argument("--search", default="auto", help="search algorithm (default: auto)")
     p.add_argument("--repair", default="random", help="repair (default: random)")
     p.add_argument("--budget", default="1000", metavar="N", help="plans per search "
                                                                  "(default: 1000)")

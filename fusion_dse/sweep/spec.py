@@ -55,7 +55,7 @@ AXES = ("model", "hw", "scheme", "search", "repair", "objectives", "budget", "se
 
 _ALIASES = {"models": "model", "schemes": "scheme", "searches": "search", "repairs": "repair",
             "seeds": "seed", "budgets": "budget", "buffers": "buffer", "hws": "hw"}
-_DEFAULTS: dict[str, Any] = {"hw": "edge-npu", "scheme": "lbdf", "search": "ls",
+_DEFAULTS: dict[str, Any] = {"hw": "edge-npu", "scheme": "lbdf", "search": "auto",
                              "repair": "random", "objectives": "dram", "budget": 2000,
                              "seed": 0, "input_shape": None}
 _INT_AXES = {"budget", "seed", "dtype_bytes", "dram_latency", "macs_per_cycle"}

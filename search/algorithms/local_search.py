@@ -1,11 +1,12 @@
 """Local search (Stützle 1999; Mills et al. §IV-B): a population of the top-K plans, each
 mutated by one edit per iteration.
 
-The first ask returns K random plans. Every later ask returns one repaired one-edit mutant of
-each population member (`search.mutation`: move an op to a neighbouring group, merge two
-adjacent groups, split a group), preferring mutants not evaluated before. `tell` keeps the K
-best distinct plans seen: ordered by DRAM, or with several objectives by Pareto rank and then
-DRAM; ties keep the incumbent.
+The first ask returns K random plans (after the `seeds`, valid plans given by the caller, e.g.
+the capped optimum in ``--search auto``; without seeds the run is as before). Every later ask
+returns one repaired one-edit mutant of each population member (`search.mutation`: move an op
+to a neighbouring group, merge two adjacent groups, split a group), preferring mutants not
+evaluated before. `tell` keeps the K best distinct plans seen: ordered by DRAM, or with several
+objectives by Pareto rank and then DRAM; ties keep the incumbent.
 """
 
 from __future__ import annotations
@@ -23,9 +24,15 @@ __all__ = ["LocalSearch"]
 
 @dataclass
 class LocalSearch:
-    """Top-K local search with one-edit mutations (K = 10 as in the paper)."""
+    """Top-K local search with one-edit mutations (K = 10 as in the paper).
+
+    Attributes:
+        k: Population size.
+        seeds: Valid plans the first batch starts with (at most `k` are used).
+    """
 
     k: int = 10
+    seeds: tuple[PartitionPlan, ...] = ()
     name: str = field(default="ls", init=False)
     _context: SearchContext | None = field(default=None, init=False, repr=False)
     _population: list[tuple[PartitionPlan, PlanScore]] = field(default_factory=list,
@@ -46,11 +53,12 @@ class LocalSearch:
         return [p for p, _ in self._population]
 
     def ask(self) -> list[PartitionPlan]:
-        """K random plans at first, then one mutant per population member."""
+        """The seeds and random plans (K in all) at first, then one mutant per member."""
         ctx = self._context
         assert ctx is not None, "start() the algorithm first"
         if not self._population:
-            return [ctx.random_plan() for _ in range(self.k)]
+            seeds = list(self.seeds[:self.k])
+            return seeds + [ctx.random_plan() for _ in range(self.k - len(seeds))]
         fuseable = ctx.fuseable
         return [mutate(ctx.repairer, plan, fuseable, ctx.rng, ctx.seen)
                 for plan, _ in self._population]

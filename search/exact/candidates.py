@@ -20,7 +20,11 @@ a reason to stop growing; only these rules are:
 
 * all dataflows: a set with an unfusable op and another op (the project's convention above);
 * LBDF: all weights of a group stay on chip for the whole group, so F_beta(S) >= weights(S),
-  and weights only grow with the set: a set whose weights exceed the buffer is pruned with its
+  and weights only grow with the set. Besides, a set holding an op g with one output row that
+  reads a whole multi-row tensor x, and another reader m of x downstream of g (the global pool
+  and the multiply of a squeeze-and-excitation block), holds x whole when g computes its row
+  (`squeeze_pairs`), so F_beta(S) >= weights(S) + max over such pairs in S of (x + g's row);
+  the bound only grows with the set. A set over the buffer by this bound is pruned with its
   supersets;
 * BRR: weights may be streamed, so no cheap bound on F_beta is known; BRR-incompatibility
   (`simulator.cost.brr.incompatibility`: a single-row tensor computed from a whole map broadcast
@@ -51,13 +55,13 @@ from dataclasses import dataclass
 
 from simulator.cost import CostCache
 from simulator.cost.brr import incompatibility
-from simulator.cost.rows import height
+from simulator.cost.rows import height, row_deps
 from simulator.cost.types import timing
 from simulator.scheme import Scheme
-from simulator.workload.graph import ComputeGraph
+from simulator.workload.graph import ComputeGraph, OpKind
 
-__all__ = ["Candidate", "CandidateSpace", "bits", "costed_candidates", "enumerate_space",
-           "evaluate_set"]
+__all__ = ["Candidate", "CandidateSpace", "SqueezePair", "bits", "costed_candidates",
+           "enumerate_space", "evaluate_set", "lbdf_buffer_bound", "squeeze_pairs"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,6 +114,73 @@ class CandidateSpace:
 
     def __len__(self) -> int:
         return len(self.masks)
+
+
+@dataclass(frozen=True, slots=True)
+class SqueezePair:
+    """Two ops that make an LBDF group holding both of them hold a whole tensor.
+
+    `g` computes its single output row from every row of tensor `x` (a global pool); `m` is
+    another reader of `x`, downstream of `g` (the multiply of a squeeze-and-excitation block).
+
+    Attributes:
+        g, m: The two op ids.
+        x: The tensor (op id, or negative for a network input).
+        mask: Bitmask of {g, m}.
+        elems: Elements live when `g` computes its row: every row of `x` plus `g`'s row.
+    """
+
+    g: int
+    m: int
+    x: int
+    mask: int
+    elems: int
+
+
+def squeeze_pairs(graph: ComputeGraph) -> tuple[SqueezePair, ...]:
+    """Every (g, x, m) of `graph` that forces an LBDF group holding g and m to hold x whole.
+
+    Why the bound is rigorous, in the LBDF schedule of `simulator.cost.lbdf` (every row
+    event is ranked after the rows it reads; a row is live from its production, or earlier
+    for an entering row, until the last in-group row that reads it, except that a global pool
+    folds its input rows in as they arrive and so does not keep them). Let a convex group hold
+    g and m. (1) g's only row reads every row of x, so each row of x is ranked before g's row.
+    (2) m is downstream of g, and the group is convex, so a path g -> ... -> m lies inside it;
+    every row of an op reads at least one row of each input and g has a single row, so every
+    row of m depends on g's row and is ranked after it. (3) m is not a global pool, so each
+    row i of x stays live until the row of m that last reads it. Hence at g's row every row of
+    x is live, and g's own row too (it is live at its own event): F_beta >= weights + x + g's
+    row. Any convex superset holds g and m as well, so the bound only grows with the set.
+    """
+    deps = row_deps(graph)
+    readers: dict[int, list[int]] = {}
+    for op in graph:
+        for ref in set(op.inputs):
+            readers.setdefault(ref, []).append(op.id)
+    below = _Closure.of(graph).desc
+    out = []
+    for op in graph:
+        if deps.height_of[op.id] != 1:
+            continue
+        for slot, x in enumerate(op.inputs):
+            h = deps.height_of[x]
+            if h == 1 or deps.lo[op.id][slot][0] != 0 or deps.hi[op.id][slot][0] != h - 1:
+                continue  # g's row does not read all of x
+            elems = h * deps.row_elems_of[x] + deps.row_elems_of[op.id]
+            out.extend(SqueezePair(op.id, m, x, 1 << op.id | 1 << m, elems)
+                       for m in readers[x] if m != op.id and below[op.id] >> m & 1
+                       and graph[m].kind is not OpKind.GLOBAL_POOL)
+    return tuple(sorted(set(out), key=lambda p: (p.g, p.m, p.x)))
+
+
+def lbdf_buffer_bound(graph: ComputeGraph, ops: Iterable[int], dtype_bytes: int,
+                      pairs: Iterable[SqueezePair] | None = None) -> int:
+    """A lower bound of the LBDF F_beta of the convex set `ops` that only grows with the set:
+    its weights, plus the largest tensor a squeeze pair in it forces it to hold whole."""
+    mask = sum(1 << o for o in ops)
+    pairs = squeeze_pairs(graph) if pairs is None else pairs
+    held = max((p.elems for p in pairs if p.mask & mask == p.mask), default=0)
+    return (sum(graph[o].weight_elems for o in bits(mask)) + held) * dtype_bytes
 
 
 def bits(mask: int) -> tuple[int, ...]:
@@ -232,6 +303,8 @@ class _Growth:
         self.masks: list[int] = []
         self.preds: list[int] = []
         self.lb: list[tuple[int, int]] = []
+        self.pairs = squeeze_pairs(graph) if self.scheme is Scheme.LBDF else ()
+        self.pair_g = sum(1 << p.g for p in self.pairs)
         self.seen: set[int] = set()
         self.pruned = 0
         self.start = time.perf_counter()
@@ -306,8 +379,13 @@ class _Growth:
     def _prune(self, mask: int, weight_bytes: int) -> bool:
         if mask & self.unfusable_mask:
             return True
-        if self.scheme is Scheme.LBDF:  # all weights resident: F_beta >= weights
-            return weight_bytes > self.hw.buffer_bytes
+        if self.scheme is Scheme.LBDF:  # F_beta >= weights (+ a tensor held whole)
+            if weight_bytes > self.hw.buffer_bytes:
+                return True
+            if mask & self.pair_g:
+                held = max((p.elems for p in self.pairs if p.mask & mask == p.mask), default=0)
+                return weight_bytes + held * self.hw.dtype_bytes > self.hw.buffer_bytes
+            return False
         if self.scheme.tiled and mask & self.whole_mask:
             return bool(incompatibility(self.graph, bits(mask)))
         return False

@@ -124,13 +124,15 @@ def tile_regions(graph: ComputeGraph, ops: Sequence[int], tiles: int) -> TileReg
 def _best_tiling(graph: ComputeGraph, ops: tuple[int, ...], hw: HardwareConfig) -> TileCost:
     """The feasible configuration with the least DRAM traffic, else the smallest requirement."""
     limit = hw.buffer_bytes // hw.dtype_bytes
-    deps = row_deps(graph)
-    max_tiles = max(deps.height_of[r] for r in (*graph.inputs_of(ops), *ops))
-    memo: dict[int, tuple[TileCost, TileCost]] = {}
+    layout = _Layout(graph, ops, row_deps(graph))
+    max_tiles = int(layout.heights.max())
+    # the counts every search below starts with (1, the most, then doubling), in one pass
+    first = {1, max_tiles, *(min(1 << k, max_tiles) for k in range(max_tiles.bit_length()))}
+    memo = _batch_costs(layout, tuple(sorted(first)))
 
     def at(n: int) -> tuple[TileCost, TileCost]:
         if n not in memo:
-            memo[n] = _tile_costs(graph, ops, n)
+            memo.update(_batch_costs(layout, (n,)))
         return memo[n]
 
     streamed = _smallest_fitting(lambda n: at(n)[1], limit, max_tiles)
@@ -171,14 +173,128 @@ def tile_cost(graph: ComputeGraph, ops: Sequence[int], tiles: int,
 def _tile_costs(graph: ComputeGraph, ops: tuple[int, ...], tiles: int,
                 ) -> tuple[TileCost, TileCost]:
     """(resident, streamed) costs of `tiles` row tiles: the regions are shared."""
-    regions = TileRegions(graph, ops, row_deps(graph), tiles)
-    live = regions.live_elems()  # (positions, tiles)
-    w = np.array([graph[o].weight_elems for o in ops], dtype=np.int64)
-    weights = int(w.sum())
-    act, macs = regions.entering_read_elems(), regions.macs()
-    resident = TileCost(tiles, False, int(live.max()) + weights, act, weights, macs)
-    streamed = TileCost(tiles, True, int((live + w[:, None]).max()), act, weights * tiles, macs)
-    return resident, streamed
+    return _batch_costs(_Layout(graph, ops, row_deps(graph)), (tiles,))[tiles]
+
+
+def _batch_costs(layout: _Layout, counts: tuple[int, ...],
+                 ) -> dict[int, tuple[TileCost, TileCost]]:
+    """`_tile_costs` at several tile counts, from one propagation over all their tiles."""
+    rows = _Bands(layout, counts).rows
+    live = layout.alive @ (rows * layout.row_elems[:, None])  # (positions, all tiles)
+    w, weights = layout.weights, layout.weight_sum
+    m = len(layout.entering)
+    out = {}
+    start = 0
+    for tiles in counts:
+        cols = slice(start, start + tiles)
+        start += tiles
+        block_rows, block_live = rows[:, cols], live[:, cols]
+        read = np.maximum(block_rows[:m].sum(axis=1), layout.heights[:m])
+        act = sum(int(x) * int(e) for x, e in zip(read, layout.row_elems[:m], strict=True))
+        sums = block_rows.sum(axis=1).tolist()
+        macs = sum(sums[k] * op_macs // h for k, op_macs, h in layout.macs)
+        out[tiles] = (
+            TileCost(tiles, False, int(block_live.max()) + weights, act, weights, macs),
+            TileCost(tiles, True, int((block_live + w[:, None]).max()), act, weights * tiles,
+                     macs))
+    return out
+
+
+class _Bands:
+    """First / last row of every tensor (rows) each tile needs (columns), for the tiles of
+    several tile counts side by side (the columns of one count are independent of the
+    others'); a tensor a tile does not need has the sentinels first = H, last = -1."""
+
+    def __init__(self, layout: _Layout, counts: tuple[int, ...]) -> None:
+        self.layout, self.counts = layout, counts
+        self.j = np.concatenate([np.arange(t, dtype=np.int64) for t in counts])
+        self.t = np.repeat(np.array(counts, dtype=np.int64), counts)
+        n = len(layout.refs)
+        self.first = np.repeat(layout.heights[:, None], len(self.j), axis=1)
+        self.last = np.full((n, len(self.j)), -1, dtype=np.int64)
+        j, t = self.j, self.t
+        for k, h in layout.leaving:
+            first, last = (j * h) // t, ((j + 1) * h) // t - 1
+            empty = last < first
+            self.first[k] = np.where(empty, h, first)
+            self.last[k] = np.where(empty, -1, last)
+        self._propagate()
+        self.rows = np.maximum(self.last - self.first + 1, 0)
+
+    def _propagate(self) -> None:
+        firsts, lasts = list(self.first), list(self.last)  # row views
+        for k, pooled, slots in self.layout.steps:
+            a, z = firsts[k], lasts[k]
+            if pooled is not None:
+                self._accumulate(k, *pooled)
+                continue
+            # padded tables map the "not needed" sentinels (first = H, last = -1) to themselves,
+            # so tiles that do not need the op leave its inputs as they are
+            for r, lo, hi in slots:
+                np.minimum(firsts[r], lo[a], out=firsts[r])
+                np.maximum(lasts[r], hi[z], out=lasts[r])
+
+    def _accumulate(self, k: int, r: int, h: int) -> None:
+        """A global pooling folds in its input band by band: each tile reads only its band,
+        and the one-row accumulator is held in every tile (of a count where it is needed)."""
+        start = 0
+        for tiles in self.counts:
+            cols = slice(start, start + tiles)
+            start += tiles
+            if not (self.last[k, cols] >= self.first[k, cols]).any():
+                continue
+            j = self.j[cols]
+            np.minimum(self.first[r, cols], (j * h) // tiles, out=self.first[r, cols])
+            np.maximum(self.last[r, cols], ((j + 1) * h) // tiles - 1, out=self.last[r, cols])
+            self.first[k, cols] = 0
+            self.last[k, cols] = 0
+
+
+class _Layout:
+    """What the tile regions of one group share whatever the tile count: its tensors, their
+    heights and row sizes, the propagation steps, the tensors' lifetimes and the weights."""
+
+    def __init__(self, graph: ComputeGraph, ops: tuple[int, ...], deps: RowDeps) -> None:
+        self.entering = graph.inputs_of(ops)
+        self.refs = (*self.entering, *ops)
+        self.index = {ref: k for k, ref in enumerate(self.refs)}
+        self.heights = np.array([deps.height_of[r] for r in self.refs], dtype=np.int64)
+        self.row_elems = np.array([deps.row_elems_of[r] for r in self.refs], dtype=np.int64)
+        self.leaving = tuple((self.index[o], deps.height_of[o]) for o in graph.outputs_of(ops))
+        # propagation, last op first: (row of o, pooled input row and height or None, slots)
+        self.steps = []
+        for o in reversed(ops):
+            if graph[o].kind is OpKind.GLOBAL_POOL:
+                ref = graph[o].inputs[0]
+                pooled = (self.index[ref], deps.height_of[ref])
+                self.steps.append((self.index[o], pooled, ()))
+                continue
+            slots = tuple((self.index[ref], lo, hi) for ref, lo, hi in zip(
+                graph[o].inputs, deps.lo_pad[o], deps.hi_pad[o], strict=True))
+            self.steps.append((self.index[o], None, slots))
+        self.spans = _lifetimes(graph, ops, self.refs)
+        self.alive = np.zeros((len(ops), len(self.refs)), dtype=np.int64)
+        for t, (born, dies) in enumerate(self.spans):
+            self.alive[born:dies + 1, t] = 1
+        self.macs = tuple((self.index[o], graph[o].macs, deps.height_of[o]) for o in ops
+                          if graph[o].macs)
+        self.weights = np.array([graph[o].weight_elems for o in ops], dtype=np.int64)
+        self.weight_sum = int(self.weights.sum())
+
+
+def _lifetimes(graph: ComputeGraph, ops: tuple[int, ...],
+               refs: tuple[int, ...]) -> list[tuple[int, int]]:
+    pos = {o: k for k, o in enumerate(ops)}
+    spans = []
+    for ref in refs:
+        if ref >= 0 and ref in pos and graph[ref].kind is OpKind.GLOBAL_POOL:
+            spans.append((0, len(ops) - 1))  # the running sum spans every tile
+            continue
+        users = [pos[c] for c in graph.successors(ref) if c in pos] if ref >= 0 \
+            else [pos[o] for o in ops if ref in graph[o].inputs]
+        born = pos.get(ref, min(users) if users else 0)
+        spans.append((born, max(users) if users else born))
+    return spans
 
 
 class TileRegions:
@@ -187,89 +303,44 @@ class TileRegions:
     def __init__(self, graph: ComputeGraph, ops: tuple[int, ...], deps: RowDeps,
                  tiles: int) -> None:
         self.graph, self.ops, self.deps, self.tiles = graph, ops, deps, tiles
-        self.entering = graph.inputs_of(ops)
-        self.refs = (*self.entering, *ops)
-        self.first = {}  # ref -> [first needed row per tile]
-        self.last = {}
-        for ref in self.refs:
-            self.first[ref] = np.full(tiles, deps.height_of[ref], dtype=np.int64)
-            self.last[ref] = np.full(tiles, -1, dtype=np.int64)
-        self._seed_bands()
-        self._propagate()
-        self._rows = {ref: np.maximum(self.last[ref] - self.first[ref] + 1, 0)
-                      for ref in self.refs}
+        self.layout = _Layout(graph, ops, deps)
+        self.entering, self.refs = self.layout.entering, self.layout.refs
+        bands = _Bands(self.layout, (tiles,))
+        self._first, self._last, self._rows = bands.first, bands.last, bands.rows
 
-    def _seed_bands(self) -> None:
-        j = np.arange(self.tiles, dtype=np.int64)
-        for o in self.graph.outputs_of(self.ops):
-            h = self.deps.height_of[o]
-            first, last = (j * h) // self.tiles, ((j + 1) * h) // self.tiles - 1
-            empty = last < first
-            self.first[o] = np.where(empty, h, first)
-            self.last[o] = np.where(empty, -1, last)
+    @property
+    def first(self) -> dict[int, np.ndarray]:
+        """First row of each tensor each tile needs (its height where none is)."""
+        return {ref: self._first[k] for k, ref in enumerate(self.refs)}
 
-    def _propagate(self) -> None:
-        for o in reversed(self.ops):
-            a, z = self.first[o], self.last[o]
-            needed = z >= a
-            if not needed.any():
-                continue
-            if self.graph[o].kind is OpKind.GLOBAL_POOL:
-                self._accumulate(o)
-                continue
-            # padded tables map the "not needed" sentinels (first = H, last = -1) to themselves
-            for ref, lo, hi in zip(self.graph[o].inputs, self.deps.lo_pad[o],
-                                   self.deps.hi_pad[o], strict=True):
-                np.minimum(self.first[ref], lo[a], out=self.first[ref])
-                np.maximum(self.last[ref], hi[z], out=self.last[ref])
-
-    def _accumulate(self, o: int) -> None:
-        """A global pooling folds in its input band by band: each tile reads only its band,
-        and the one-row accumulator is held in every tile."""
-        ref = self.graph[o].inputs[0]
-        h = self.deps.height_of[ref]
-        j = np.arange(self.tiles, dtype=np.int64)
-        self.first[ref] = np.minimum(self.first[ref], (j * h) // self.tiles)
-        self.last[ref] = np.maximum(self.last[ref], ((j + 1) * h) // self.tiles - 1)
-        self.first[o] = np.zeros(self.tiles, dtype=np.int64)
-        self.last[o] = np.zeros(self.tiles, dtype=np.int64)
+    @property
+    def last(self) -> dict[int, np.ndarray]:
+        """Last row of each tensor each tile needs (-1 where none is)."""
+        return {ref: self._last[k] for k, ref in enumerate(self.refs)}
 
     def rows(self, ref: int) -> np.ndarray:
         """Rows of tensor `ref` each tile needs."""
-        return self._rows[ref]
+        return self._rows[self.layout.index[ref]]
 
     def entering_read_elems(self) -> int:
         """Elements read from DRAM over all tiles: halo rows every time they are needed, and
         every entering tensor at least whole (the DRAM accounting reads whole tensors)."""
-        d = self.deps
-        return sum(max(int(self.rows(r).sum()), d.height_of[r]) * d.row_elems_of[r]
-                   for r in self.entering)
+        m = len(self.entering)
+        read = np.maximum(self._rows[:m].sum(axis=1), self.layout.heights[:m])
+        return sum(int(x) * int(e) for x, e in zip(read, self.layout.row_elems[:m],
+                                                    strict=True))
 
     def macs(self) -> int:
         """MACs over all tiles, halo rows recomputed."""
-        return sum(int(self.rows(o).sum()) * self.graph[o].macs // self.deps.height_of[o]
-                   for o in self.ops if self.graph[o].macs)
+        sums = self._rows.sum(axis=1).tolist()
+        return sum(sums[k] * macs // h for k, macs, h in self.layout.macs)
 
     def lifetimes(self) -> list[tuple[int, int]]:
         """Per tensor of `refs`, the first and last op position at which a tile holds it:
         from its producer (an entering tensor: its first consumer) to its last consumer; a
         global pooling's running sum is held throughout, from the first tile to the last."""
-        pos = {o: k for k, o in enumerate(self.ops)}
-        spans = []
-        for ref in self.refs:
-            if ref >= 0 and ref in pos and self.graph[ref].kind is OpKind.GLOBAL_POOL:
-                spans.append((0, len(self.ops) - 1))  # the running sum spans every tile
-                continue
-            users = [pos[c] for c in self.graph.successors(ref) if c in pos] if ref >= 0 \
-                else [pos[o] for o in self.ops if ref in self.graph[o].inputs]
-            born = pos.get(ref, min(users) if users else 0)
-            spans.append((born, max(users) if users else born))
-        return spans
+        return list(self.layout.spans)
 
     def live_elems(self) -> np.ndarray:
         """Live activation elements at each op position (rows) in each tile (columns)."""
-        alive = np.zeros((len(self.ops), len(self.refs)), dtype=np.int64)
-        for t, (born, dies) in enumerate(self.lifetimes()):
-            alive[born:dies + 1, t] = 1
-        sizes = np.stack([self.rows(r) * self.deps.row_elems_of[r] for r in self.refs])
-        return alive @ sizes
+        return self.layout.alive @ (self._rows * self.layout.row_elems[:, None])

@@ -6,8 +6,7 @@ IR (cost models, search) imports `simulator.workload.graph` without paying for t
 
 from __future__ import annotations
 
-from typing import Any
-
+from simulator.lazy import lazy_exports
 from simulator.workload.graph import ComputeGraph, MappingType, Op, OpKind
 
 __all__ = ["ComputeGraph", "MappingType", "Op", "OpKind", "from_onnx", "from_torch", "load"]
@@ -19,9 +18,4 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        import importlib
-
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY)

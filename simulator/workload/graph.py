@@ -22,6 +22,7 @@ from typing import Any
 import networkx as nx
 
 from simulator.errors import InputError
+from simulator.limits import check_json_depth
 
 __all__ = [
     "ComputeGraph",
@@ -196,8 +197,8 @@ class Op:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Op:
-        """Inverse of `to_dict`."""
-        return cls(
+        """Inverse of `to_dict`; refuses negative or zero sizes (`GraphError`)."""
+        return _checked(cls(
             id=int(d["id"]),
             name=str(d["name"]),
             kind=OpKind(d["kind"]),
@@ -214,7 +215,23 @@ class Op:
             macs=int(d.get("macs", 0)),
             mapping=MappingType(d["mapping"]),
             attrs=freeze_attrs(d.get("attrs", {})),
-        )
+        ))
+
+
+def _checked(op: Op) -> Op:
+    """`op` unless a document gave it sizes no network has (a graph JSON is user input)."""
+    shapes = (*op.input_shapes, op.output_shape)
+    problems = [
+        (any(d <= 0 for s in shapes for d in s), "a tensor dimension that is not positive"),
+        (op.weight_elems < 0 or op.macs < 0, "negative weights or MACs"),
+        (min(*op.kernel, *op.stride, *op.dilation, op.groups) < 1,
+         "a kernel, stride, dilation or groups below 1"),
+        (min(op.padding) < 0, "negative padding"),
+    ]
+    for bad, what in problems:
+        if bad:
+            raise GraphError(f"op {op.name[:60]!r} has {what}")
+    return op
 
 
 def _pair(v: Sequence[int]) -> tuple[int, int]:
@@ -505,6 +522,7 @@ class ComputeGraph:
     @classmethod
     def from_json(cls, text: str) -> ComputeGraph:
         """Parse a graph from the JSON `to_json` writes."""
+        check_json_depth(text, "graph JSON", error=GraphError)
         try:
             return cls.from_dict(json.loads(text))
         except json.JSONDecodeError as err:

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
 
+from simulator import limits
 from simulator.workload.errors import InputShapeError, ModelFileError, UnknownModelError
 from simulator.workload.graph import ComputeGraph
 from simulator.workload.torch_import import check_input_shape, from_torch
@@ -84,6 +85,9 @@ def load(spec: str, input_shape: Sequence[int] | str | None = None, *,
     Raises:
         UnknownModelError, ModelFileError, InputShapeError, UnsupportedOpError, GraphError.
     """
+    if any(len(part) > limits.MAX_NAME_CHARS for part in spec.split(os.sep)):
+        raise UnknownModelError(f"model {spec[:40]!r}... is a name longer than "
+                                f"{limits.MAX_NAME_CHARS} characters")
     shape = check_input_shape(input_shape) if input_shape is not None else None
     base, resolution = _split_resolution(spec)
     key = resolve_zoo_name(base)
@@ -111,11 +115,10 @@ def _load_onnx(path: Path, shape: tuple[int, ...] | None, allow_opaque: bool) ->
 
 
 def _load_json(path: Path) -> ComputeGraph:
-    try:
-        text = path.read_text()
-    except OSError as err:
-        raise ModelFileError(f"cannot read graph file {str(path)!r}: {err.strerror}") from err
-    return ComputeGraph.from_json(text)
+    doc = limits.load_json_file(path, "graph", f"graph file {str(path)!r}", ModelFileError)
+    if not isinstance(doc, dict):
+        raise ModelFileError(f"graph file {str(path)!r} is not a JSON object")
+    return ComputeGraph.from_dict(doc)
 
 
 def _load_callable(spec: str, shape: tuple[int, ...] | None,
@@ -125,6 +128,9 @@ def _load_callable(spec: str, shape: tuple[int, ...] | None,
         sys.path.insert(0, os.getcwd())
     try:
         factory = getattr(importlib.import_module(module_name), attr)
+    except SystemExit as err:
+        raise UnknownModelError(f"importing module {module_name!r} for model {spec!r} called "
+                                f"exit({str(err.code)[:40]!r})") from None
     except ImportError as err:
         raise UnknownModelError(f"cannot import module {module_name!r} for model {spec!r}: "
                                 f"{err}") from err
@@ -143,6 +149,9 @@ def _build(factory: object, spec: str):  # noqa: ANN202 - torch.nn.Module
     if callable(factory) and not isinstance(factory, torch.nn.Module):
         try:
             module = factory()
+        except SystemExit as err:  # builtins:exit, or a factory calling sys.exit
+            raise UnknownModelError(f"calling {spec!r} called exit({str(err.code)[:40]!r}) "
+                                    "instead of returning a torch.nn.Module") from None
         except Exception as err:  # the user's code: report it in one line
             raise UnknownModelError(f"calling {spec!r} failed: {type(err).__name__}: "
                                     f"{err}") from err

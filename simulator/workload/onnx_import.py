@@ -31,6 +31,7 @@ import onnx
 from google.protobuf.message import DecodeError
 from onnx import helper, numpy_helper, shape_inference
 
+from simulator import limits
 from simulator.workload.builder import GraphBuilder, OpSpec
 from simulator.workload.errors import (
     GraphError,
@@ -118,12 +119,15 @@ def _check_input_shape(shape: Sequence[int] | str) -> Shape:
                               "(expected N,C,H,W such as 1,3,224,224)") from err
     if not dims or any(d <= 0 for d in dims):
         raise InputShapeError(f"input shape {shape!r} must have positive dimensions")
-    return dims
+    return limits.check_input_size(dims, str(shape), InputShapeError)
 
 
 def _load(where: str) -> onnx.ModelProto:
     if not os.path.isfile(where):
         raise ModelFileError(f"ONNX model file {where} does not exist or is not a file")
+    if os.path.getsize(where) > limits.MAX_FILE_BYTES["onnx"]:
+        raise ModelFileError(f"ONNX model file {where} is over "
+                             f"{limits.MAX_FILE_BYTES['onnx']:,} bytes")
     try:
         model = onnx.load(where)
     except DecodeError as err:
@@ -443,7 +447,8 @@ def _op_type_text(node: onnx.NodeProto) -> str:
 def _unsupported_message(w: _Walk, node: onnx.NodeProto, why: str) -> str:
     reason = f" ({why})" if why else ""
     return (f"unsupported ONNX op '{_op_type_text(node)}'{reason} at node '{_label(node)}' in "
-            f"{w.where}; pass --allow-opaque to treat it as an opaque op")
+            f"{w.where}; inspect, evaluate and simulate take --allow-opaque to treat it as an "
+            "opaque op")
 
 
 # --- walk helpers ------------------------------------------------------------------------------
@@ -569,6 +574,10 @@ def _conv(w: _Walk, node: onnx.NodeProto) -> None:
         raise _Unsupported(f"{len(w_shape) - 2}-D convolution")
     a = _attrs(node)
     groups, kernel = int(a.get("group", 1)), (w_shape[2], w_shape[3])
+    if in_shape[1] != w_shape[1] * groups:
+        raise InputShapeError(f"ONNX model {w.where}: conv '{_label(node)}' has weights for "
+                              f"{w_shape[1] * groups} input channels but its input "
+                              f"{_dims_text(in_shape)} has {in_shape[1]}; check --input-shape")
     stride, dilation = _pair(a.get("strides"), 1), _pair(a.get("dilations"), 1)
     out = _shape(w, node.output[0], node)
     op_name = _emit(

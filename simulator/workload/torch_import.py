@@ -21,6 +21,7 @@ import torch.nn.functional as F
 from torch import fx, nn
 from torch.nn.utils.fusion import fuse_conv_bn_eval
 
+from simulator import limits
 from simulator.workload.builder import GraphBuilder
 from simulator.workload.errors import InputShapeError, UnsupportedOpError
 from simulator.workload.graph import ComputeGraph, OpKind
@@ -77,7 +78,7 @@ def check_input_shape(shape: Sequence[int] | str) -> tuple[int, ...]:
                               "integers (expected N,C,H,W such as 1,3,224,224)") from None
     if not dims or any(d <= 0 for d in dims):
         raise InputShapeError(f"input shape {text!r} must have positive dimensions")
-    return dims
+    return limits.check_input_size(dims, text, InputShapeError)
 
 
 def trace(module: nn.Module, name: str = "model") -> fx.GraphModule:
@@ -317,7 +318,8 @@ class _Converter:
     def _fail(self, node: fx.Node) -> None:
         raise UnsupportedOpError(
             f"unsupported op {_describe(node, self.modules)} at node {node.name!r} of model "
-            f"{self.builder.name!r}; pass --allow-opaque to import it as an opaque op"
+            f"{self.builder.name!r}; inspect, evaluate and simulate take --allow-opaque to "
+            "import it as an opaque op"
         )
 
     # --- call_module ----------------------------------------------------------------------

@@ -23,7 +23,7 @@ SUMMARY_KEYS = {"format", "version", "model", "hw", "buffer_bytes", "scheme", "s
                 "repair", "objectives", "budget", "budget_used", "distinct_plans",
                 "diversified_repairs", "best",
                 "search_space", "caches", "status", "message", "notes", "seconds", "seed",
-                "hardware", "baselines", "baseline_seconds"}
+                "hardware", "baselines", "baseline_seconds", "optimum"}
 BASELINES = {"lbl", "lower_bound", "segment_dp", "greedy", "greedy_fit"}
 PNG = b"\x89PNG\r\n\x1a\n"
 FAST = {"overrides": {"buffer": "128KiB"}, "budget": 40}
@@ -242,7 +242,7 @@ def test_known_plans_are_repaired_with_the_baseline_only_when_guarded(search):
 
 def test_cli_prints_the_get_repair_counters(run_cli, tmp_path):
     code, stdout, stderr = run_cli("optimize", "mobilenet_v2", "--buffer", "128KiB",
-                                   "--budget", "200", "--repair", "alledges",
+                                   "--budget", "200", "--repair", "alledges", "--search", "ls",
                                    "--out", str(tmp_path / "run"))
     assert code == 0, stderr
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())

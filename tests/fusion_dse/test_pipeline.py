@@ -16,7 +16,7 @@ FAST = {"overrides": {"buffer": "128KiB"}, "budget": 12, "search": "rs"}
 KEYS = ["format", "version", "model", "hw", "buffer_bytes", "scheme", "search", "repair",
         "objectives", "budget", "budget_used", "distinct_plans", "diversified_repairs", "best",
         "search_space", "caches", "status", "message", "notes", "seconds", "seed", "hardware",
-        "baselines", "baseline_seconds"]
+        "baselines", "baseline_seconds", "optimum"]
 
 
 def test_graph_stages_run_in_order_and_their_graph_is_searched():
@@ -61,6 +61,8 @@ def test_search_and_baselines_share_one_cost_cache(monkeypatch):
     ({"budget": 0}, "budget must be a positive number of plans"),
     ({"search": "sa"}, "unknown search algorithm 'sa'"),
     ({"repair": "get"}, "unknown repair 'get'; choose one of random, alledges"),
+    ({"exact_time_limit": 0}, "time limit must be a positive number of seconds or None"),
+    ({"exact_time_limit": "10"}, "time limit must be a positive number"),
 ])
 def test_names_and_numbers_are_refused_before_the_network_is_loaded(bad, match):
     spec = {**FAST, **bad}

@@ -25,7 +25,7 @@ from fusion_dse.sweep.store import point_key
 ROOT = Path(__file__).resolve().parents[2]
 VARYING = ["started", "finished", "worker", "search_seconds"]
 SMALL = {"model": "squeezenet1_0", "buffer": "64KiB,256KiB", "scheme": "lbdf,brr,lbl",
-         "seed": "0..1", "budget": 20}
+         "search": "ls", "seed": "0..1", "budget": 20}
 
 
 @pytest.fixture(scope="module")

@@ -24,7 +24,8 @@ BUFFERS = [64 * 1024, 256 * 1024]
 def store(tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("plots") / "p.sqlite"
     spec = SweepSpec(axes={"model": "squeezenet1_0", "buffer": "64KiB,256KiB",
-                           "scheme": "lbdf,brr,lbl", "seed": "0..1", "budget": 20},
+                           "scheme": "lbdf,brr,lbl", "search": "ls", "seed": "0..1",
+                           "budget": 20},
                      include=[{"scheme": "lbdf", "buffer": "256KiB", "seed": 0,
                                "search": "nsga2", "objectives": "dram,mbu"}])
     with SweepStore(path) as opened:

@@ -58,7 +58,7 @@ def test_product_with_exclude_and_include_like_a_matrix():
                    for p in searched)
     assert not any(dict(p.overrides)["buffer"] == 128 * KIB and p.seed == 1 for p in searched)
     extra = [p for p in searched if p.seed == 7]
-    assert extra == [Point("resnet18", "edge-npu", "brr", "ls", "random", "dram", 20, 7,
+    assert extra == [Point("resnet18", "edge-npu", "brr", "auto", "random", "dram", 20, 7,
                            overrides=(("buffer", 1024 * KIB),))]
     # lbl has nothing to search: one point per model and buffer, seeds and searches dropped
     lbl = [p for p in points if p.scheme == "lbl"]
@@ -69,7 +69,7 @@ def test_product_with_exclude_and_include_like_a_matrix():
 def test_defaults_and_hardware_axes():
     (p,) = expand(SweepSpec(axes={"model": "squeezenet1_0", "macs_per_cycle": 512}))
     assert (p.hw, p.scheme, p.search, p.repair, p.objectives, p.budget, p.seed) == \
-        ("edge-npu", "lbdf", "ls", "random", "dram", 2000, 0)
+        ("edge-npu", "lbdf", "auto", "random", "dram", 2000, 0)
     assert p.overrides == (("macs_per_cycle", 512),)
 
 

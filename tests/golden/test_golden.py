@@ -4,6 +4,12 @@ on MobileNetV2, SqueezeNet 1.0 and ResNet-50, LBDF and BRR, rs/ls/nsga2, random 
 
 The default tier checks one case per (model, scheme) pair, cycling through the searches and
 repairs; the slow tier checks all 36.
+
+The summary is compared without the keys [exact] (issue 13) added after the golden files were
+made, which the files cannot hold: the top-level ``optimum`` and the ``best.gap_to_optimum``
+and ``best.gap_to_optimum_at_most`` fields (`EXACT_KEYS`). Every other key, plan.json and
+history.csv are compared exactly: the optimum is computed after the search, on the same cost
+cache, and must not change what the search found or its cache figures.
 """
 
 from __future__ import annotations
@@ -23,6 +29,20 @@ CASES, GOLDEN, case_name, run_case = (_golden.CASES, _golden.GOLDEN, _golden.cas
 
 FAST = [c for k, c in enumerate(CASES) if k % 7 == 0]
 
+EXACT_KEYS = {"optimum": None, "best": ("gap_to_optimum", "gap_to_optimum_at_most")}
+"""Summary keys added by [exact] after the golden files were made (top-level key -> None, or
+the keys removed inside it)."""
+
+
+def _without_exact_keys(summary: dict) -> dict:
+    doc = dict(summary)
+    for key, inner in EXACT_KEYS.items():
+        if inner is None:
+            doc.pop(key, None)
+        elif key in doc:
+            doc[key] = {k: v for k, v in doc[key].items() if k not in inner}
+    return doc
+
 
 def _compare(case: tuple[str, str, str, str], tmp_path: Path) -> None:
     name = case_name(*case)
@@ -31,7 +51,8 @@ def _compare(case: tuple[str, str, str, str], tmp_path: Path) -> None:
         assert (tmp_path / file).read_bytes() == (GOLDEN / name / file).read_bytes(), file
     got = json.loads((tmp_path / "summary.json").read_text())
     want = json.loads((GOLDEN / name / "summary.json").read_text())
-    assert got == want
+    assert "optimum" in got and "gap_to_optimum" in got["best"]
+    assert _without_exact_keys(got) == want
 
 
 @pytest.mark.parametrize("case", FAST, ids=[case_name(*c) for c in FAST])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 
 import pytest
@@ -13,7 +14,7 @@ from search.baselines import (
     reference_baselines,
     segment_dp,
 )
-from simulator.cost import CostCache, evaluate_plan
+from simulator.cost import CostCache, Failure, evaluate_plan
 from simulator.plan import segment_plan
 from simulator.workload.graph import MappingType
 from simulator.workload.loader import load_zoo
@@ -54,6 +55,46 @@ def test_segment_dp_cap_is_reported(nets, hw):
     assert not free.capped and free.longest_segment == len(graph)
     assert free.dram_bytes <= capped.dram_bytes
     assert len(free.plan) == 1
+
+
+class _DippingCache:
+    """A real cost cache whose F_beta is not monotone on one chain: the group `bad` does not
+    fit (over the buffer), every other group (its extensions included) is costed as usual."""
+
+    def __init__(self, cache: CostCache, bad: tuple[int, ...]) -> None:
+        self.cache, self.bad = cache, bad
+
+    @property
+    def unfusable(self) -> tuple[int, ...]:
+        return self.cache.unfusable
+
+    def run(self, ops):
+        cost = self.cache.run(ops)
+        if tuple(sorted(ops)) == self.bad:
+            return dataclasses.replace(cost, fits=False, failure=Failure.OVER_BUFFER,
+                                       reason="over the buffer (test)")
+        return cost
+
+
+def test_segment_dp_grows_past_a_segment_that_does_not_fit(nets, hw):
+    """F_beta is not monotone: a segment over the buffer may fit once it grows. The DP keeps
+    growing past it (it used to stop there and miss the whole-network group)."""
+    graph = nets["residual"]()
+    cache = CostCache(graph, hw(64 * KIB), "lbdf")
+    whole = segment_dp(graph, cache, max_len=None)
+    assert len(whole.plan) == 1  # everything fits as one group at this buffer
+    dip = segment_dp(graph, _DippingCache(cache, (0, 1, 2)), max_len=None)
+    assert dip.dram_bytes == whole.dram_bytes and len(dip.plan) == 1
+
+
+def test_segment_dp_stops_where_no_longer_segment_can_run(nets, hw):
+    """A persistent failure (an unfusable op with another op) ends the growth: with a buffer
+    no op fits alone, every op runs alone and no segment of two ops is costed."""
+    graph = nets["residual"]()
+    cache = CostCache(graph, hw(256), "lbdf")
+    assert len(cache.unfusable) == len(graph)
+    dp = segment_dp(graph, cache, max_len=None)
+    assert len(dp.plan) == len(graph) and cache.misses == 0
 
 
 @pytest.mark.parametrize("name,buffer", [("resnet18", 128), ("mobilenet_v2", 128),

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from search.baselines import segment_dp
 from search.exact import costed_candidates, enumerate_space, front, optimum, solve
-from search.exact.candidates import bits
+from search.exact.candidates import bits, lbdf_buffer_bound, squeeze_pairs
 from search.exact.milp import solve_milp
 from simulator.cost import CostCache, evaluate_plan
 from simulator.cost.traffic import compulsory_bytes
@@ -20,6 +20,7 @@ from simulator.hw import load_hw
 from simulator.partition import is_convex
 from simulator.plan import PartitionPlan
 from simulator.workload.graph import ComputeGraph
+from simulator.workload.loader import load_zoo
 from tests.search.conftest import SMALL_NETS, Net
 
 BUFFERS = (1_500, 3_000, 6_000, 1 << 20)
@@ -215,6 +216,89 @@ def test_lbdf_prunes_on_weights_only(hw):
     weights = [op.weight_elems * cache.hw.dtype_bytes for op in graph]
     assert space.pruned > 0
     assert all(sum(weights[o] for o in bits(m)) <= 1_500 for m in space.masks[len(graph):])
+
+
+def _grown_convex(graph: ComputeGraph, start: int, steps: list[int]) -> tuple[int, ...]:
+    """A connected convex set grown from `start`: add a neighbour (picked by each step), close."""
+    group = {start}
+    for pick in steps:
+        nbrs = sorted({v for o in group for v in (*graph.predecessors(o), *graph.successors(o))}
+                      - group)
+        if not nbrs:
+            break
+        group.add(nbrs[pick % len(nbrs)])
+        below = set().union(*(nx_desc(graph, o) for o in group))
+        above = set().union(*(nx_anc(graph, o) for o in group))
+        group = below & above
+    return tuple(sorted(group))
+
+
+def nx_desc(graph: ComputeGraph, o: int) -> set[int]:
+    import networkx as nx
+    return {o, *nx.descendants(graph.nx, o)}
+
+
+def nx_anc(graph: ComputeGraph, o: int) -> set[int]:
+    import networkx as nx
+    return {o, *nx.ancestors(graph.nx, o)}
+
+
+_SE_ZOO = ("mobilenet_v3_small", "efficientnet_b0", "deeplabv3_mobilenet_v3_large")
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(model=st.sampled_from(_SE_ZOO), at=st.integers(0, 10_000),
+       steps=st.lists(st.integers(0, 50), min_size=1, max_size=40))
+def test_lbdf_buffer_bound_never_exceeds_f_beta(model, at, steps):
+    """The pruning bound (weights + a squeeze pair's whole tensor) <= the real LBDF F_beta, on
+    random convex groups of zoo networks with SE blocks, grown from SE pools half the time."""
+    graph = load_zoo(model)
+    pairs = squeeze_pairs(graph)
+    start = pairs[at % len(pairs)].g if at % 2 else at % len(graph)
+    ops = _grown_convex(graph, start, steps)
+    hw = load_hw("edge-npu", {"buffer": "1MiB"})
+    cost = CostCache(graph, hw, "lbdf").group(ops)
+    assert lbdf_buffer_bound(graph, ops, hw.dtype_bytes, pairs) <= cost.buffer_bytes
+
+
+def test_lbdf_buffer_bound_on_whole_se_blocks():
+    """Each SE block of a zoo network, from the held tensor's producer to the multiply: the
+    bound exceeds the weights (the pair holds a whole map) and stays within F_beta."""
+    graph = load_zoo("mobilenet_v3_small")
+    hw = load_hw("edge-npu", {"buffer": "1MiB"})
+    cache = CostCache(graph, hw, "lbdf")
+    pairs = squeeze_pairs(graph)
+    assert len(pairs) == 9  # one per SE block: (avgpool, mul)
+    for p in pairs:
+        assert p.x >= 0
+        ops = tuple(sorted(nx_desc(graph, p.x) & nx_anc(graph, p.m)))
+        bound = lbdf_buffer_bound(graph, ops, hw.dtype_bytes, pairs)
+        weights = sum(graph[o].weight_elems for o in ops) * hw.dtype_bytes
+        assert bound == weights + p.elems * hw.dtype_bytes
+        assert weights < bound <= cache.group(ops).buffer_bytes
+
+
+def test_lbdf_squeeze_rule_prunes_se_sets(hw):
+    """On the SE test graph the pair rule prunes sets whose weights fit (so it does more than
+    the weights rule), and every runnable convex set is still enumerated."""
+    graph = SMALL_NETS["se"]()
+    pairs = squeeze_pairs(graph)
+    assert [(graph[p.g].name, graph[p.m].name) for p in pairs] == [("gp", "mul")]
+    everything = enumerate_space(graph, CostCache(graph, hw(1 << 30), "lbdf")).masks
+    newly_pruned = 0
+    for buffer in BUFFERS:
+        cache = CostCache(graph, hw(buffer), "lbdf")
+        kept = set(enumerate_space(graph, cache).masks)
+        for m in everything:
+            ops = bits(m)
+            weights = sum(graph[o].weight_elems for o in ops) * cache.hw.dtype_bytes
+            over = lbdf_buffer_bound(graph, ops, cache.hw.dtype_bytes, pairs) > buffer
+            assert (m in kept) == (len(ops) == 1 or not over)
+            newly_pruned += over and weights <= buffer and len(ops) > 1
+        for ops in _runnable_sets(graph, cache):
+            if is_convex(graph, ops):
+                assert sum(1 << o for o in ops) in kept
+    assert newly_pruned > 0
 
 
 # --- a cycle of convex groups ----------------------------------------------------------------

@@ -1,0 +1,226 @@
+"""Input limits: every bound the tool puts on what a user gives it, in one place.
+
+The command line and the library check these at the edge, before any work, so that a tiny
+hostile input (a billion-laughs YAML, ``/dev/zero`` as a plan, a 100,000-deep JSON document, a
+1e54-byte buffer) ends in one line and exit status 2 instead of exhausting memory or time.
+docs/limits.md lists them for users; this module holds the numbers and the readers that apply
+them:
+
+* sizes of the files read (`MAX_FILE_BYTES`) and the regular-file check (`read_text`);
+* nesting depth of JSON and YAML documents, checked without recursion before parsing
+  (`check_json_depth`; YAML events in `simulator.hw`), and YAML alias expansion
+  (`MAX_YAML_NODES`);
+* string lengths (`MAX_NAME_CHARS`: model, ``--hw`` and op names);
+* input-shape elements (`MAX_INPUT_ELEMS`, `MAX_DIM`) before torch allocates anything;
+* physically meaningful ranges of the hardware fields (`HW_RANGES`). Researchers who want an
+  extreme on purpose pass ``--allow-extreme-hw`` (or set ``FUSION_DSE_ALLOW_EXTREME_HW=1``):
+  the wide, numerically safe ranges (`HW_HARD_RANGES`) then apply instead, and those are never
+  lifted, because beyond them the cost arithmetic overflows or loses all precision;
+* the search budget (`MAX_BUDGET`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import json
+import math
+import os
+import re
+import stat
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from simulator.errors import InputError
+
+__all__ = [
+    "EXTREME_HW_ENV",
+    "HW_HARD_RANGES",
+    "HW_RANGES",
+    "MAX_BUDGET",
+    "MAX_DIM",
+    "MAX_FILE_BYTES",
+    "MAX_INPUT_ELEMS",
+    "MAX_JSON_DEPTH",
+    "MAX_NAME_CHARS",
+    "MAX_YAML_DEPTH",
+    "MAX_YAML_NODES",
+    "allow_extreme_hw",
+    "check_input_size",
+    "check_json_depth",
+    "check_name",
+    "extreme_hw_allowed",
+    "load_json_file",
+    "read_text",
+]
+
+KIB, MIB, GIB, TIB = 1024, 1024**2, 1024**3, 1024**4
+
+MAX_FILE_BYTES = {
+    "plan": 64 * MIB,
+    "graph": 256 * MIB,
+    "hardware config": 1 * MIB,
+    "onnx": 4 * GIB,
+}
+"""Largest file read, by kind (an ONNX file may hold large weights; the others are text)."""
+
+MAX_JSON_DEPTH = 64
+"""Deepest nesting of arrays and objects in a plan or graph JSON document (graph docs: 5)."""
+MAX_YAML_DEPTH = 32
+"""Deepest nesting of mappings and sequences in a hardware YAML file (presets: 2)."""
+MAX_YAML_NODES = 10_000
+"""Most YAML nodes a hardware file may expand to, aliases counted every time they are used."""
+MAX_NAME_CHARS = 255
+"""Longest model spec, ``--hw`` name or path component accepted (a file name limit)."""
+MAX_INPUT_ELEMS = 2**27
+"""Most elements of a network input (134M, e.g. 1x3x6688x6688 or 2666 x 3x224x224)."""
+MAX_DIM = 2**20
+"""Largest single input dimension."""
+MAX_BUDGET = 10**8
+"""Largest search budget (plans proposed and evaluated); 10^8 plans take days."""
+
+HW_RANGES: dict[str, tuple[float, float]] = {
+    "buffer": (16, 64 * GIB),
+    "dram_bandwidth": (1e-3, 1e6),
+    "buffer_bandwidth": (1e-3, 1e7),
+    "dram_latency": (0, 1e7),
+    "clock": (1e6, 1e11),
+    "macs_per_cycle": (1, 1e9),
+    "energy": (0, 1e6),
+}
+"""Physically meaningful range of each hardware field (bytes, B/cycle, cycles, Hz, MACs/cycle,
+pJ per byte or per MAC), inclusive."""
+
+HW_HARD_RANGES: dict[str, tuple[float, float]] = {
+    "buffer": (1, 2**50),
+    "dram_bandwidth": (1e-9, 1e12),
+    "buffer_bandwidth": (1e-9, 1e12),
+    "dram_latency": (0, 1e12),
+    "clock": (1e3, 1e13),
+    "macs_per_cycle": (1, 1e12),
+    "energy": (0, 1e12),
+}
+"""Ranges that hold even with ``--allow-extreme-hw``: beyond them the cost arithmetic
+overflows (a 1e-320 B/cycle bandwidth) or a run never ends."""
+
+_JSON_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
+
+EXTREME_HW_ENV = "FUSION_DSE_ALLOW_EXTREME_HW"
+_EXTREME_HW: contextvars.ContextVar[bool] = contextvars.ContextVar("extreme_hw", default=False)
+
+
+def extreme_hw_allowed() -> bool:
+    """True inside `allow_extreme_hw` or when ``FUSION_DSE_ALLOW_EXTREME_HW`` is 1/true/yes."""
+    env = os.environ.get(EXTREME_HW_ENV, "").strip().lower()
+    return _EXTREME_HW.get() or env in ("1", "true", "yes")
+
+
+@contextlib.contextmanager
+def allow_extreme_hw(allowed: bool = True) -> Iterator[None]:
+    """Within the block, hardware values outside `HW_RANGES` (but inside `HW_HARD_RANGES`)
+    are accepted."""
+    token = _EXTREME_HW.set(allowed)
+    try:
+        yield
+    finally:
+        _EXTREME_HW.reset(token)
+
+
+def hw_range(field: str) -> tuple[float, float]:
+    """The range `field` must lie in now (`HW_RANGES`, or `HW_HARD_RANGES` when allowed)."""
+    return (HW_HARD_RANGES if extreme_hw_allowed() else HW_RANGES)[field]
+
+
+def check_input_size(dims: tuple[int, ...], shown: str,
+                     error: type[InputError] = InputError) -> tuple[int, ...]:
+    """`dims` unless it has over 8 dimensions, one over `MAX_DIM` or more elements than
+    `MAX_INPUT_ELEMS` (checked before torch allocates anything)."""
+    if len(dims) > 8 or max(dims) > MAX_DIM:
+        raise error(f"input shape {shown[:60]!r}: at most 8 dimensions of at most "
+                    f"{MAX_DIM:,} each")
+    elems = math.prod(dims)
+    if elems > MAX_INPUT_ELEMS:
+        raise error(f"input shape {shown[:60]!r} has {elems:,} elements; at most "
+                    f"{MAX_INPUT_ELEMS:,} are accepted (docs/limits.md)")
+    return dims
+
+
+def check_name(text: str, what: str) -> str:
+    """`text` unless it is longer than `MAX_NAME_CHARS` (the message shows only its start)."""
+    if len(text) > MAX_NAME_CHARS:
+        raise InputError(f"{what} {text[:40]!r}... is {len(text):,} characters long; at most "
+                         f"{MAX_NAME_CHARS} are accepted")
+    return text
+
+
+def read_bytes(path: str | os.PathLike[str], kind: str, where: str,
+               error: type[InputError] = InputError) -> bytes:
+    """The bytes of a regular file of at most ``MAX_FILE_BYTES[kind]`` bytes.
+
+    Refuses, with one line, a missing file, a directory, a device or pipe (``/dev/zero``), a
+    file over the limit (it is never read past the limit) and a name over `MAX_NAME_CHARS`
+    per component.
+    """
+    limit = MAX_FILE_BYTES[kind]
+    text = os.fspath(path)
+    if any(len(part) > MAX_NAME_CHARS for part in Path(text).parts):
+        raise error(f"{where}: a path component is longer than {MAX_NAME_CHARS} characters")
+    try:
+        st = os.stat(text)
+        if not stat.S_ISREG(st.st_mode):
+            kind_text = "a directory" if stat.S_ISDIR(st.st_mode) else "not a regular file"
+            raise error(f"{where} is {kind_text}")
+        if st.st_size > limit:
+            raise error(f"{where} is {st.st_size:,} bytes; at most {limit:,} are read")
+        with open(text, "rb") as f:
+            data = f.read(limit + 1)
+    except OSError as err:
+        raise error(f"cannot read {where}: {err.strerror or err}") from err
+    if len(data) > limit:
+        raise error(f"{where} is over {limit:,} bytes")
+    return data
+
+
+def read_text(path: str | os.PathLike[str], kind: str, where: str,
+              error: type[InputError] = InputError) -> str:
+    """`read_bytes` decoded as UTF-8; other encodings are one line, not a traceback."""
+    data = read_bytes(path, kind, where, error)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise error(f"{where} is not UTF-8 text (byte {err.start}: "
+                    f"0x{data[err.start]:02x})") from err
+
+
+def check_json_depth(text: str, where: str, limit: int = MAX_JSON_DEPTH,
+                     error: type[InputError] = InputError) -> None:
+    """Refuse a JSON text nested deeper than `limit`, scanning it once without recursion
+    (the json module recurses per level and would raise RecursionError)."""
+    depth = 0
+    for token in _JSON_TOKEN.finditer(text):
+        ch = token.group()
+        if ch in "[{":
+            depth += 1
+            if depth > limit:
+                raise error(f"{where} is nested more than {limit} levels deep")
+        elif ch in "]}":
+            depth -= 1
+
+
+def load_json_file(path: str | os.PathLike[str], kind: str, where: str,
+                   error: type[InputError] = InputError) -> Any:
+    """A JSON document read with `read_text` and `check_json_depth`; NaN and Infinity are
+    refused (they are not JSON)."""
+    text = read_text(path, kind, where, error)
+    check_json_depth(text, where, error=error)
+
+    def no_constant(name: str) -> Any:
+        raise error(f"{where}: {name} is not a JSON number")
+
+    try:
+        return json.loads(text, parse_constant=no_constant)
+    except json.JSONDecodeError as err:
+        raise error(f"{where} is not valid JSON: {err}") from err
+    except RecursionError as err:
+        raise error(f"{where} is nested too deeply") from err
