@@ -17,7 +17,10 @@ so nothing computed is lost if a later one fails. Then
     python experiments/get_tables.py --report [--out experiments/results]
 
 prints the comparison tables (DRAM in MB over fuseable ops per repair, and where a repair is
-worse than the random repair for the same search, seed and budget) from the CSVs.
+worse than the random repair for the same search, seed and budget) from the CSVs, and, for the
+rows that carry the optimum (`search.exact`, computed with every run), how much of the gap
+between the random repair and the optimum each repair closes (1: it finds the optimum, 0: no
+better than the random repair, negative: worse).
 Numbers are measured with this project's cost models, GNN and explainers, not the paper's.
 """
 
@@ -27,6 +30,7 @@ import argparse
 import os
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
+from functools import partial
 from pathlib import Path
 
 import pandas as pd
@@ -39,26 +43,34 @@ LARGE = ("efficientnet_b3", "resnet152", "deeplabv3_mobilenet_v3_large")
 # expected relative cost of a run, to start the longest first when running in parallel (1 for
 # a repair not listed)
 _WEIGHT = {"gnne": 20, "pg": 3, "rg": 3, "alledges": 2, "random": 1}
+EXACT_TIME_LIMIT = 120.0
+"""Seconds the exact solver may take per run (its optimum is the reference of every row)."""
 
 
 def run(model: str, scheme: str, search: str, repair: str, budget: int, seed: int,
-        buffer: str) -> dict:
-    """One search; returns its row (DRAM over fuseable ops in MB, splitter counters)."""
+        buffer: str, exact_time_limit: float = EXACT_TIME_LIMIT) -> dict:
+    """One search; returns its row (DRAM over fuseable ops in MB, splitter counters, the
+    optimum)."""
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     from fusion_dse.optimization import optimize
 
     name, pure = repair.removesuffix("-pure"), repair.endswith("-pure")
     start = time.perf_counter()
     r = optimize(model, scheme=scheme, search=search, repair=name, budget=budget, seed=seed,
-                 overrides={"buffer": buffer}, keep_baseline=not pure)
+                 overrides={"buffer": buffer}, keep_baseline=not pure,
+                 exact_time_limit=exact_time_limit)
     s = r.summary
+    best = s.optimum.baseline if s.optimum is not None else None
     row = {"network": model, "scheme": scheme, "buffer": buffer, "search": search,
            "repair": repair, "seed": seed, "budget": budget,
            "dram_fuseable_mb": r.cost.dram_bytes_fuseable / 1e6,
            "dram_mb": r.cost.dram_bytes / 1e6, "mbu_kib": r.cost.mbu / 1024,
            "seconds": round(time.perf_counter() - start, 1),
            "distinct_plans": s.distinct_plans,
-           "diversified_repairs": s.diversified_repairs}
+           "diversified_repairs": s.diversified_repairs,
+           "optimum_fuseable_mb": None if best is None else best.dram_bytes_fuseable / 1e6,
+           "optimum_mb": None if best is None else best.dram_bytes / 1e6,
+           "optimum_proven": s.optimum is not None and s.optimum.optimal}
     if s.splitter is not None:
         sp = s.splitter
         row.update(rectify_rate=sp["rectify_rate"], invalid_groups=sp["requests"],
@@ -89,11 +101,14 @@ def _kept_rows(path: Path, runs: list[tuple]) -> list[dict]:
     return [r for r in old if tuple(str(r[k]) for k in KEY) not in again]
 
 
-def collect(runs: list[tuple], out: Path, stem: str, jobs: int = 1) -> pd.DataFrame:
+def collect(runs: list[tuple], out: Path, stem: str, jobs: int = 1,
+            exact_time_limit: float = EXACT_TIME_LIMIT) -> pd.DataFrame:
     """Run each configuration (in `jobs` processes), rewriting the CSV and markdown after
     every finished run; rows of configurations not run again are kept; unsupported
     combinations are reported and skipped."""
     from simulator.errors import InputError
+
+    one = partial(run, exact_time_limit=exact_time_limit)
 
     out.mkdir(parents=True, exist_ok=True)
     rows = _kept_rows(out / f"{stem}.csv", runs)
@@ -109,13 +124,13 @@ def collect(runs: list[tuple], out: Path, stem: str, jobs: int = 1) -> pd.DataFr
     if jobs <= 1:
         for args in runs:
             try:
-                done(args, run(*args), None)
+                done(args, one(*args), None)
             except InputError as err:
                 done(args, None, err)
         return pd.DataFrame(rows)
     order = sorted(runs, key=lambda a: -_WEIGHT.get(a[3].removesuffix("-pure"), 1) * a[4])
     with ProcessPoolExecutor(jobs) as pool:
-        futures = {pool.submit(run, *args): args for args in order}
+        futures = {pool.submit(one, *args): args for args in order}
         for fut in as_completed(futures):
             try:
                 done(futures[fut], fut.result(), None)
@@ -161,6 +176,32 @@ def over_seeds(df: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def gap_closed(df: pd.DataFrame) -> pd.DataFrame:
+    """Per setup and repair: the share of the gap between the random repair and the optimum
+    (DRAM over fuseable ops) that the repair closes, (random - repair) / (random - optimum),
+    mean over the seeds with a gap; the seeds with none (random found the optimum) are
+    counted apart. Rows whose optimum a cap cut (``optimum_proven`` false) are left out."""
+    if "optimum_fuseable_mb" not in df.columns:
+        return pd.DataFrame()
+    keys = ["network", "scheme", "buffer", "search", "seed"]
+    proven = df[df["optimum_proven"].astype(str) == "True"]
+    opt = proven.groupby(keys)["optimum_fuseable_mb"].first()
+    wide, _ = comparison(proven)
+    if wide.empty or "random" not in wide.columns:
+        return pd.DataFrame()
+    wide = wide.set_index(keys)
+    gap = wide["random"] - opt.reindex(wide.index)
+    rows = []
+    for r in [c for c in wide.columns if c != "random"]:
+        closed = ((wide["random"] - wide[r]) / gap).where(gap > 1e-9)
+        part = pd.DataFrame({"closed": closed, "has": wide[r].notna(), "nogap": gap <= 1e-9})
+        for setup, g in part[part["has"]].groupby(level=[0, 1, 2, 3]):
+            rows.append({**dict(zip(keys[:4], setup, strict=True)), "repair": r,
+                         "seeds": len(g), "gap_closed": g["closed"].mean(),
+                         "seeds_without_gap": int(g["nogap"].sum())})
+    return pd.DataFrame(rows)
+
+
 def report(out: Path) -> None:
     """Print the comparison tables of every CSV found in `out`."""
     for stem in ("repairs", "large", "table_v"):
@@ -186,6 +227,10 @@ def report(out: Path) -> None:
             print(f"setups whose mean is worse than random's: "
                   f"{int((seeds['mean_mb'] > seeds['random_mean_mb'] + 1e-9).sum())} "
                   f"of {len(seeds)}")
+        closed = gap_closed(df)
+        if len(closed):
+            print("\nshare of the gap between the random repair and the optimum closed "
+                  f"(mean over seeds):\n{closed.round(3).to_string(index=False)}")
         print()
 
 
@@ -204,6 +249,9 @@ def main() -> None:
     p.add_argument("--jobs", type=int, default=1, help="parallel processes (default: 1)")
     p.add_argument("--out", default="experiments/results")
     p.add_argument("--report", action="store_true", help="only print tables from the CSVs")
+    p.add_argument("--exact-time-limit", type=float, default=EXACT_TIME_LIMIT,
+                   help="seconds the exact solver may take per run (default: "
+                        f"{EXACT_TIME_LIMIT:g}); a capped optimum is left out of the gaps")
     args = p.parse_args()
     out = Path(args.out)
     if args.report:
@@ -221,18 +269,20 @@ def main() -> None:
         collect([("mobilenet_v2", "lbdf", search, repair, args.budget or 2000, seed, "128KiB")
                  for search, repair in TABLE_V for seed in seeds
                  if repair in repairs and search in chosen(("ls", "rs"), args.searches)],
-                out, "table_v", args.jobs)
+                out, "table_v", args.jobs, args.exact_time_limit)
     if args.table in ("repairs", "all"):
         collect([(n, scheme, search, repair, args.budget or 2000, seed, "128KiB")
                  for scheme in args.schemes.split(",")
                  for n in chosen(NETWORKS, args.networks)
                  for search in chosen(("ls", "rs"), args.searches)
-                 for repair in repairs for seed in seeds], out, "repairs", args.jobs)
+                 for repair in repairs for seed in seeds], out, "repairs", args.jobs,
+                args.exact_time_limit)
     if args.table in ("large", "all"):
         collect([(n, "lbdf", search, repair, args.budget or 5000, seed, "256KiB")
                  for n in chosen(LARGE, args.networks)
                  for search in chosen(("ls", "nsga2", "rs"), args.searches)
-                 for repair in repairs for seed in seeds], out, "large", args.jobs)
+                 for repair in repairs for seed in seeds], out, "large", args.jobs,
+                args.exact_time_limit)
 
 
 if __name__ == "__main__":

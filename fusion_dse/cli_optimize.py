@@ -18,8 +18,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from fusion_dse.cli_args import add_hw_arguments, hw_overrides
-from search.algorithms.auto import DEFAULT_EXACT_TIME_LIMIT
-from search.registry import REPAIRS, SEARCHES
+from search.registry import DEFAULT_EXACT_TIME_LIMIT, REPAIRS, SEARCHES
 from simulator.scheme import FUSED_SCHEMES, Scheme
 
 if TYPE_CHECKING:

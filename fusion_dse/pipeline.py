@@ -33,14 +33,13 @@ import numpy as np
 from tqdm import tqdm
 
 from fusion_dse.api import resolve_hw
-from search.algorithms.auto import DEFAULT_EXACT_TIME_LIMIT
 from search.algorithms.base import SearchAlgorithm
 from search.baselines import Baseline, reference_baselines
 from search.budget import SearchState, Termination, as_termination
 from search.driver import ProgressFn, run_search
 from search.exact.solver import ExactResult, optimum
 from search.problem import SearchProblem
-from search.registry import REPAIRS, SEARCHES
+from search.registry import DEFAULT_EXACT_TIME_LIMIT, REPAIRS, SEARCHES
 from search.result import Optimum, SearchResult
 from search.splitter import Splitter
 from simulator.cost import CostCache, evaluate_plan
@@ -187,18 +186,19 @@ def run_pipeline(spec: RunSpec, progress: bool | ProgressFn = False,
             loaded).
     """
     seed, termination = _check_seed(spec.seed), as_termination(spec.budget)
+    time_limit = _check_time_limit(spec.exact_time_limit)
     search = SEARCHES.get(spec.search)
     splitter = REPAIRS.create(spec.repair, **spec.repair_options())
     graph, hw = load_stage(spec)
     problem = problem_stage(spec, graph_stages(graph, stages), hw, splitter)
     cache = CostCache(problem.graph, hw, problem.scheme)
-    algorithm = search.create(time_limit=_check_time_limit(spec.exact_time_limit))
+    algorithm = search.create(time_limit=time_limit)
     result = search_stage(problem, algorithm, termination, seed, cache, progress)
     best_known = Optimum(None, "not asked for (no optimum)")
     if spec.compute_optimum:
         solved = getattr(algorithm, "result", None)
         best_known = optimum_stage(problem, cache, solved if isinstance(solved, ExactResult)
-                                   else None, spec.exact_time_limit)
+                                   else None, time_limit)
     baselines, seconds = baselines_stage(problem, cache)
     return report_stage(result, problem, seed, baselines, seconds, best_known)
 

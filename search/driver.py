@@ -90,10 +90,13 @@ def _status(problem: SearchProblem, space: dict[str, int]) -> tuple[str, str]:
                                    f"{scheme} with a {buf} buffer: the layer-by-layer plan is "
                                    "the only plan")
     if space["fusable_pairs"] == 0:
+        larger = ("the search keeps the layer-by-layer plan (a larger group may still fit: "
+                  "F_beta is not monotone; the optimum says)" if space["over_buffer_pairs"]
+                  else "the layer-by-layer plan is the only valid plan")
         return "no_fusable_pair", (f"no two adjacent ops of {g} fit one {scheme} group with a "
                                    f"{buf} buffer ({space['brr_incompatible_pairs']} pairs "
                                    f"BRR-incompatible, {space['over_buffer_pairs']} over the "
-                                   "buffer): the layer-by-layer plan is the only valid plan")
+                                   f"buffer): {larger}")
     return "ok", ""
 
 

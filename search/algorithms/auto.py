@@ -20,14 +20,10 @@ from typing import Any
 from search.algorithms.local_search import LocalSearch
 from search.exact.solver import ExactResult, optimum
 from search.problem import PlanScore, SearchContext
+from search.registry import DEFAULT_EXACT_TIME_LIMIT
 from simulator.plan import PartitionPlan
 
-__all__ = ["DEFAULT_EXACT_TIME_LIMIT", "AutoSearch"]
-
-DEFAULT_EXACT_TIME_LIMIT = 15.0
-"""Seconds the exact solver may take before ``auto`` falls back to local search (and the cap
-of the ``optimum`` every run reports). 69 of 78 LBDF and 60 of 78 BRR instances of the zoo
-benchmark (docs/exact.md) finish within it."""
+__all__ = ["AutoSearch"]
 
 
 @dataclass

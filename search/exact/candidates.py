@@ -293,6 +293,8 @@ class _Growth:
         self.max_sets, self.time_limit = max_sets, time_limit
         self.closure = _Closure.of(graph)
         self.out_elems = [op.output_elems for op in graph]
+        self.weights = [op.weight_elems for op in graph]
+        self.macs = [op.macs for op in graph]
         self.is_output = [o in graph.output_set for o in range(len(graph))]
         self.netin = [sum(1 << (-r - 1) for r in op.inputs if r < 0) for op in graph]
         self.netin_elems = [graph.tensor_elems(-k - 1) for k in range(
@@ -343,7 +345,7 @@ class _Growth:
                     continue
                 self.seen.add(grown)
                 added = bits(grown & ~mask)
-                w2 = weights + sum(self.graph[o].weight_elems for o in added)
+                w2 = weights + sum(self.weights[o] for o in added)
                 if self._prune(grown, w2 * self.hw.dtype_bytes):
                     self.pruned += 1
                     continue
@@ -351,7 +353,7 @@ class _Growth:
                            if self.is_output[o] or c.succ[o] & ~grown)
                 entry = (grown, d2, a2, nbr | _union(c.nbr, added), pred | _union(c.pred, added),
                          left, netin | _union(self.netin, added), w2,
-                         macs + sum(self.graph[o].macs for o in added))
+                         macs + sum(self.macs[o] for o in added))
                 self._record(entry)
                 queue.append(entry)
         return ""

@@ -57,6 +57,8 @@ def incompatibility(graph: ComputeGraph, ops: Sequence[int]) -> str:
     """Why BRR cannot tile the group ("" if it can)."""
     group = set(ops)
     whole = {o for o in ops if _reads_whole_map(graph, o)}
+    if not whole:  # no whole-map dependence starts in the group
+        return ""
     for o in sorted(ops):  # topological: whole-map dependence flows forward
         if any(p in whole for p in graph.predecessors(o) if p in group):
             whole.add(o)
@@ -180,7 +182,7 @@ def _batch_costs(layout: _Layout, counts: tuple[int, ...],
                  ) -> dict[int, tuple[TileCost, TileCost]]:
     """`_tile_costs` at several tile counts, from one propagation over all their tiles."""
     rows = _Bands(layout, counts).rows
-    live = layout.alive @ (rows * layout.row_elems[:, None])  # (positions, all tiles)
+    live = _live(layout, rows)  # (positions, all tiles)
     w, weights = layout.weights, layout.weight_sum
     m = len(layout.entering)
     out = {}
@@ -273,9 +275,9 @@ class _Layout:
                 graph[o].inputs, deps.lo_pad[o], deps.hi_pad[o], strict=True))
             self.steps.append((self.index[o], None, slots))
         self.spans = _lifetimes(graph, ops, self.refs)
-        self.alive = np.zeros((len(ops), len(self.refs)), dtype=np.int64)
-        for t, (born, dies) in enumerate(self.spans):
-            self.alive[born:dies + 1, t] = 1
+        self.born = np.array([b for b, _ in self.spans], dtype=np.int64)
+        self.dies = np.array([d for _, d in self.spans], dtype=np.int64)
+        self.positions = len(ops)
         self.macs = tuple((self.index[o], graph[o].macs, deps.height_of[o]) for o in ops
                           if graph[o].macs)
         self.weights = np.array([graph[o].weight_elems for o in ops], dtype=np.int64)
@@ -285,16 +287,31 @@ class _Layout:
 def _lifetimes(graph: ComputeGraph, ops: tuple[int, ...],
                refs: tuple[int, ...]) -> list[tuple[int, int]]:
     pos = {o: k for k, o in enumerate(ops)}
+    readers: dict[int, list[int]] = {}  # entering tensor -> positions of its readers
+    for k, o in enumerate(ops):
+        for ref in dict.fromkeys(graph[o].inputs):
+            if ref not in pos:
+                readers.setdefault(ref, []).append(k)
     spans = []
     for ref in refs:
         if ref >= 0 and ref in pos and graph[ref].kind is OpKind.GLOBAL_POOL:
             spans.append((0, len(ops) - 1))  # the running sum spans every tile
             continue
-        users = [pos[c] for c in graph.successors(ref) if c in pos] if ref >= 0 \
-            else [pos[o] for o in ops if ref in graph[o].inputs]
+        users = readers.get(ref, []) if ref not in pos \
+            else [pos[c] for c in graph.successors(ref) if c in pos]
         born = pos.get(ref, min(users) if users else 0)
         spans.append((born, max(users) if users else born))
     return spans
+
+
+def _live(layout: _Layout, rows: np.ndarray) -> np.ndarray:
+    """Live activation elements at each op position (rows) in each tile (columns): the sum of
+    the tile's rows of every tensor whose lifetime covers the position."""
+    sizes = rows * layout.row_elems[:, None]
+    diff = np.zeros((layout.positions + 1, rows.shape[1]), dtype=np.int64)
+    np.add.at(diff, layout.born, sizes)
+    np.subtract.at(diff, layout.dies + 1, sizes)
+    return np.cumsum(diff[:-1], axis=0)
 
 
 class TileRegions:
@@ -343,4 +360,4 @@ class TileRegions:
 
     def live_elems(self) -> np.ndarray:
         """Live activation elements at each op position (rows) in each tile (columns)."""
-        return self.layout.alive @ (self._rows * self.layout.row_elems[:, None])
+        return _live(self.layout, self._rows)

@@ -158,6 +158,16 @@ def _rename_a_weight(payload):
     state["renamed"] = state.pop(next(iter(state)))
 
 
+def _rename_and_redigest(payload):
+    _rename_a_weight(payload)
+    payload["state_dict_sha256"] = state_dict_sha256(payload["state_dict"])
+
+
+def _flip_a_weight_byte(payload):
+    tensor = next(iter(payload["state_dict"].values()))
+    tensor.view(-1).view(torch.uint8)[0] ^= 1
+
+
 @pytest.mark.parametrize("kind, load", [("pg", _pg_explain), ("rg", _rg_load)])
 @pytest.mark.parametrize("damage, message", [
     (lambda p: p.write_bytes(p.read_bytes()[:100]), "not a readable weights-only"),
@@ -170,8 +180,11 @@ def _rename_a_weight(payload):
     (lambda p: _rewrite(p, lambda d: d.pop("gnn_sha256")), "lacks 'gnn_sha256'"),
     (lambda p: _rewrite(p, lambda d: d.update(gnn_sha256="0" * 64)), "another lbdf GNN"),
     (lambda p: _rewrite(p, lambda d: d.update(scheme="brr")), "explain 'brr' groups, not"),
-    (lambda p: _rewrite(p, _rename_a_weight), "does not fit the model"),
-    (lambda p: _rewrite(p, lambda d: d.update(state_dict=[1])), "holds no state dict"),
+    (lambda p: _rewrite(p, _rename_a_weight), "do not match the SHA-256"),
+    (lambda p: _rewrite(p, _rename_and_redigest), "does not fit the model"),
+    (lambda p: _rewrite(p, _flip_a_weight_byte), "do not match the SHA-256"),
+    (lambda p: _rewrite(p, lambda d: d.pop("state_dict_sha256")), "lacks 'state_dict_sha256'"),
+    (lambda p: _rewrite(p, lambda d: d.update(state_dict=[1])), "do not match the SHA-256"),
     (lambda p: p.unlink(), "does not exist"),
 ])
 def test_damaged_explainer_parameters_are_refused_in_one_line(kind, load, damage, message,

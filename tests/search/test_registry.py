@@ -24,7 +24,7 @@ def test_every_entry_builds_a_strategy_of_its_name(registry):
 
 
 def test_names_and_order_are_what_the_cli_offers():
-    assert SEARCHES.names() == ("rs", "ls", "nsga2")
+    assert SEARCHES.names() == ("rs", "ls", "nsga2", "exact", "auto")
     assert REPAIRS.names() == ("random", "alledges", "gnne", "pg", "rg")
     assert EXPLAINERS.by(lambda s: s.trainer is not None) == ("pg", "rg")
     assert "LS" in SEARCHES and "sa" not in SEARCHES and 3 not in SEARCHES
@@ -42,7 +42,7 @@ def test_repair_options_reach_the_guided_factory_and_only_it():
 
 def test_unknown_names_are_quoted_with_the_choices():
     with pytest.raises(InputError, match="unknown search algorithm 'sa'; choose one of rs, ls, "
-                                         "nsga2"):
+                                         "nsga2, exact, auto"):
         SEARCHES.create("sa")
     with pytest.raises(InputError, match="unknown repair 'get'; choose one of random, alledges"):
         REPAIRS.get("get")

@@ -1,0 +1,119 @@
+"""`optimize` and `fusion-dse optimize` with the exact solver: ``--search exact`` and the
+default ``auto`` end to end, the optimum and the gap to it in every summary, the optimum line of
+the budget plot, the capped path reported honestly, and ``--no-optimum``."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from fusion_dse.optimization import optimize, write_outputs
+from fusion_dse.plots import budget_figure
+from simulator.plan import load_plan
+
+FAST = {"overrides": {"buffer": "128KiB"}}
+OPTIMUM_KEYS = {"status", "dram_bytes", "dram_bytes_fuseable", "mbu_bytes", "cycles",
+                "energy_pj", "groups", "candidates", "costed", "states", "seconds", "optimal",
+                "cap_reason", "bound_bytes"}
+
+
+def _optimum_lines(result) -> list[str]:
+    fig = budget_figure(result)
+    return [line.get_label() for line in fig.axes[0].lines
+            if line.get_label().startswith(("optimum", "best of the capped"))]
+
+
+@pytest.fixture(scope="module")
+def exact_result():
+    return optimize("resnet18", search="exact", **FAST)
+
+
+def test_exact_search_gives_the_optimum_in_one_plan(exact_result, tmp_path):
+    s = exact_result.summary.to_dict()
+    assert s["search"] == "exact" and s["budget_used"] == 1 and s["budget"] == 2000
+    assert set(s["optimum"]) == OPTIMUM_KEYS and s["optimum"]["status"] == "optimal"
+    assert s["optimum"]["optimal"] is True and s["optimum"]["cap_reason"] == ""
+    assert s["optimum"]["dram_bytes"] == s["best"]["dram_bytes"] == exact_result.cost.dram_bytes
+    assert s["optimum"]["dram_bytes_fuseable"] == s["best"]["dram_bytes_fuseable"]
+    assert s["best"]["gap_to_optimum"] == 0.0
+    assert s["best"]["dram_bytes"] <= s["baselines"]["segment_dp"]["dram_bytes"]
+    files = write_outputs(exact_result, tmp_path)
+    assert load_plan(files["plan.json"], exact_result.graph) == exact_result.plan
+    assert json.loads(files["summary.json"].read_text())["optimum"] == s["optimum"]
+    mb = s["optimum"]["dram_bytes_fuseable"] / 1e6
+    assert _optimum_lines(exact_result) == [f"optimum ({mb:.3f} MB)"]
+
+
+def test_heuristic_searches_report_their_gap_to_the_optimum(exact_result):
+    result = optimize("resnet18", search="rs", budget=20, seed=1, **FAST)
+    s = result.summary.to_dict()
+    optimum = exact_result.summary.to_dict()["optimum"]["dram_bytes"]
+    assert s["optimum"]["dram_bytes"] == optimum and s["optimum"]["optimal"]
+    gap = s["best"]["gap_to_optimum"]
+    assert gap == round(s["best"]["dram_bytes"] / optimum - 1, 6) and gap >= 0
+    assert len(_optimum_lines(result)) == 1
+
+
+def test_auto_is_the_default_and_takes_the_exact_path():
+    result = optimize("resnet18", **FAST)
+    s = result.summary.to_dict()
+    assert s["search"] == "auto" and s["search_report"]["auto_path"] == "exact"
+    assert s["budget_used"] == 1 and s["best"]["gap_to_optimum"] == 0.0
+
+
+def test_a_capped_solve_is_reported_as_optimal_only_among_the_sets_costed():
+    result = optimize("mobilenet_v2", scheme="brr", search="auto", budget=20,
+                      exact_time_limit=0.01, **FAST)
+    s = result.summary.to_dict()
+    assert s["optimum"]["status"] == "capped" and s["optimum"]["optimal"] is False
+    assert "optimal among the" in s["optimum"]["cap_reason"]
+    assert s["best"]["gap_to_optimum"] is None
+    assert s["search_report"]["auto_path"] == "ls" and s["budget_used"] == 20
+    assert s["best"]["dram_bytes"] <= s["optimum"]["dram_bytes"]  # seeded: never worse
+    assert _optimum_lines(result)[0].startswith("best of the capped exact solve")
+
+
+def test_no_optimum_skips_it():
+    result = optimize("resnet18", search="rs", budget=10, compute_optimum=False, **FAST)
+    s = result.summary.to_dict()
+    assert s["optimum"]["status"] == "not computed" and s["optimum"]["reason"]
+    assert "gap_to_optimum" not in s["best"] and _optimum_lines(result) == []
+
+
+def test_cli_default_run_prints_the_optimal_plan(cli, tmp_path):
+    out = tmp_path / "run"
+    code, stdout, stderr = cli("optimize", "resnet18", "--buffer", "128KiB", "--out", str(out))
+    assert code == 0, stderr
+    assert "auto + random repair" in stdout and "took exact: the exact solver proved" in stdout
+    assert "plans evaluated     1 of 2,000" in stdout
+    line = next(t for t in stdout.splitlines() if t.strip().startswith("optimum "))
+    assert "proven over" in line and "+0.00% above it" in line
+    summary = json.loads((out / "summary.json").read_text())
+    assert {"optimum", "search_report"} <= set(summary)
+    assert summary["optimum"]["optimal"] and summary["best"]["gap_to_optimum"] == 0.0
+    assert (out / "budget.png").stat().st_size > 0
+    assert out.name == "run" and "outputs in" in stdout
+
+
+def test_cli_exact_time_limit_and_no_optimum(cli, tmp_path):
+    code, stdout, stderr = cli("optimize", "mobilenet_v2", "--scheme", "brr", "--buffer",
+                               "128KiB", "--search", "exact", "--exact-time-limit", "0.01",
+                               "--out", str(tmp_path / "capped"))
+    assert code == 0, stderr
+    assert "optimum             not proven (time cap" in stdout
+    assert "optimum (capped)" in stdout
+    code, stdout, stderr = cli("optimize", "resnet18", "--buffer", "128KiB", "--search", "ls",
+                               "--budget", "10", "--no-optimum", "--out", str(tmp_path / "no"))
+    assert code == 0, stderr
+    assert "optimum             not computed" in stdout
+    summary = json.loads((tmp_path / "no" / "summary.json").read_text())
+    assert summary["optimum"]["status"] == "not computed"
+
+
+@pytest.mark.parametrize("value", ["0", "-3", "soon", "inf"])
+def test_cli_bad_exact_time_limit_is_one_line_and_exit_2(cli, tmp_path, value):
+    code, stdout, stderr = cli("optimize", "resnet18", "--exact-time-limit", value, "--out",
+                               str(tmp_path))
+    assert code == 2 and stdout == "" and len(stderr.strip().splitlines()) == 1
+    assert "--exact-time-limit" in stderr and value in stderr
