@@ -9,6 +9,7 @@ figures, asserts nothing else.
 
     python benchmarks/exact_solver.py [--models a,b] [--schemes lbdf,brr] [--buffers 64KiB,...]
         [--time-limit 60] [--json out.json] [--heuristics ls,nsga2 --budget 2000 --seeds 0,1,2]
+    python benchmarks/exact_solver.py --markdown out.json   # docs/exact.md's table of a run
 
 With --heuristics, each named search (random repair) also runs per seed with the plan budget,
 and its mean gap to the optimum is printed (slow: minutes per instance).
@@ -66,6 +67,24 @@ def instance(graph, scheme: str, buffer: str, time_limit: float | None,
             "dp_gap": dp.dram_bytes / res.dram_bytes - 1.0, "heuristic_gaps": gaps}
 
 
+def markdown(rows: list[dict]) -> str:
+    """The rows as docs/exact.md's table: per network and scheme, one cell per buffer, "time /
+    sets costed of candidates / segment DP's gap" (a dagger marks a capped instance)."""
+    buffers = list(dict.fromkeys(r["buffer"] for r in rows))
+    lines = ["| network | scheme | " + " | ".join(buffers) + " |",
+             "|---|---|" + "---|" * len(buffers)]
+    cells: dict[tuple[str, str], dict[str, str]] = {}
+    for r in rows:
+        mark = "" if r["optimal"] else "†"
+        cells.setdefault((r["model"], r["scheme"]), {})[r["buffer"]] = (
+            f"{r['seconds']:.2f} s{mark} / {r['costed']:,} of {r['candidates']:,} / "
+            f"{r['dp_gap']:+.1%}")
+    for (model, scheme), row in cells.items():
+        lines.append(f"| {model} | {scheme} | "
+                     + " | ".join(row.get(b, "") for b in buffers) + " |")
+    return "\n".join(lines)
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--models", default=",".join(zoo_names()))
@@ -77,7 +96,12 @@ def main() -> None:
     p.add_argument("--heuristics", default="", help="searches to compare, e.g. ls,nsga2")
     p.add_argument("--budget", type=int, default=2000)
     p.add_argument("--seeds", default="0,1,2")
+    p.add_argument("--markdown", default=None, help="print the table of a --json file, run nothing")
     args = p.parse_args()
+    if args.markdown:
+        with open(args.markdown) as f:
+            print(markdown(json.load(f)))
+        return
     heuristics = [h for h in args.heuristics.split(",") if h]
     seeds = [int(x) for x in args.seeds.split(",")]
     rows = []

@@ -15,6 +15,7 @@ from typing import Any
 from simulator.cost import CostCache, PlanCost, evaluate_plan
 from simulator.engine import SimReport
 from simulator.engine import simulate as run_simulation
+from simulator.errors import InputError
 from simulator.hw import DEFAULT_PRESET, HardwareConfig, list_presets, load_hw
 from simulator.partition import violations
 from simulator.plan import (
@@ -79,7 +80,7 @@ def _with_plan_context(doc: Any, hw: str | HardwareConfig | None, scheme: str | 
     context, notes = plan_context(doc), []
     recorded = context.get("scheme")
     if scheme is None:
-        scheme = Scheme.parse(recorded) if recorded else Scheme.LBDF
+        scheme = _recorded_scheme(recorded) if recorded else Scheme.LBDF
     else:
         scheme = Scheme.parse(scheme)
         if recorded and recorded != str(scheme):
@@ -98,6 +99,13 @@ def _with_plan_context(doc: Any, hw: str | HardwareConfig | None, scheme: str | 
     if buffer is not None and given and config.buffer_bytes != buffer:
         notes.append(f"buffer {config.buffer_bytes:,} B overrides the plan's {buffer:,} B")
     return config, scheme, tuple(notes)
+
+
+def _recorded_scheme(name: str) -> Scheme:
+    try:
+        return Scheme.parse(name)
+    except InputError as err:
+        raise PlanError(f"the plan's scheme: {err}") from err
 
 
 def _recorded_hw(name: str | None, overrides: Mapping[str, Any]) -> HardwareConfig:

@@ -70,6 +70,8 @@ def check_out_file(path: str | os.PathLike[str], flag: str,
         raise InputError(f"{flag} {str(out)!r} is a folder, expected a file")
     if out.exists() and not out.is_file():
         raise InputError(f"{flag} {str(out)!r} is not a regular file")
+    if out.parent.exists() and not out.parent.is_dir():
+        raise InputError(f"{flag} {str(out)!r}: {str(out.parent)!r} is not a folder")
     if not create_parent and not out.parent.is_dir():
         raise InputError(f"{flag} {str(out)!r}: cannot write there, folder "
                          f"{str(out.parent)!r} does not exist")

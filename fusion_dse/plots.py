@@ -172,7 +172,9 @@ def budget_figure(result: SearchResult) -> Figure:
         best = h["best_dram_bytes_fuseable"].astype(float) / _MB
         values += list(best)
         ax.step(h["evaluation"], best, where="post", color="tab:blue", lw=2,
-                label=f"{s.search} best so far")
+                marker="o" if len(h) == 1 else None, label=f"{s.search} best so far")
+        if len(h) == 1:  # the exact solver: one plan, the optimum
+            ax.set_xlim(0, 2)
     else:
         ax.text(0.5, 0.5, f"no search ({s.status})", transform=ax.transAxes, ha="center")
     for name, b in (s.baselines or {}).items():

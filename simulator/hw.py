@@ -573,7 +573,8 @@ def _locate(spec: str | os.PathLike[str]) -> tuple[Traversable, str]:
     if isinstance(spec, os.PathLike) or _looks_like_path(text):
         path = Path(text).expanduser()
         if not path.is_file():
-            reason = "is a directory" if path.is_dir() else "no such file"
+            reason = ("is a directory" if path.is_dir()
+                      else "not a regular file" if path.exists() else "no such file")
             raise HardwareConfigError(f"hardware config {text!r}: {reason}")
         return path, text
     preset = _preset_path(text)

@@ -1,0 +1,4 @@
+"""A module that exits when imported."""
+import sys
+
+sys.exit(3)
