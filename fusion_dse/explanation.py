@@ -88,8 +88,8 @@ def parse_group(graph: ComputeGraph, spec: str) -> tuple[int, ...]:
         if ":" in item and all(p.strip().isdigit() for p in item.split(":", 1)):
             a, b = (int(p) for p in item.split(":", 1))
             if not 0 <= a <= b < len(graph):
-                raise InputError(f"--group {item!r}: a range A:B needs 0 <= A <= B <= "
-                                 f"{len(graph) - 1}")
+                raise InputError(f"--group {item!r}: op ids must lie in 0..{len(graph) - 1} "
+                                 "(a range A:B needs A <= B)")
             ops.extend(range(a, b + 1))
         elif item.isdigit():
             ops.append(int(item))

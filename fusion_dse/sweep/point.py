@@ -52,6 +52,17 @@ def _plain(value: Any) -> Any:
     return value
 
 
+def _without_timing(value: Any) -> Any:
+    """`value` without wall-clock fields at any depth (``seconds``, ``*_seconds``), so that a
+    point's stored summary is the same whatever the worker and its load."""
+    if isinstance(value, dict):
+        return {k: _without_timing(v) for k, v in value.items()
+                if k != "seconds" and not str(k).endswith("_seconds")}
+    if isinstance(value, list):
+        return [_without_timing(v) for v in value]
+    return value
+
+
 def _figures(totals: dict[str, Any]) -> dict[str, Any]:
     return {k: _plain(totals.get(k)) for k in FIGURES}
 
@@ -64,7 +75,8 @@ def _search_row(point: Point) -> dict[str, Any]:
                       progress=False, input_shape=point.input_shape)
     raw = result.summary
     summary = _plain(raw.to_dict() if hasattr(raw, "to_dict") else dict(raw))
-    timing = {k: summary.pop(k, None) for k in _TIMING_KEYS}
+    timing = {k: summary.get(k) for k in _TIMING_KEYS}
+    summary = _without_timing(summary)
     return {
         **_figures(result.cost.totals()),
         "buffer_bytes": result.hw.buffer_bytes,

@@ -135,6 +135,12 @@ def run_in_process(args: list[str], folder: Path) -> Outcome:
     return Outcome(code, out.getvalue(), err.getvalue(), time.perf_counter() - start)
 
 
+def subprocess_env() -> dict[str, str]:
+    """The environment of a subprocess case: this checkout first on the Python path."""
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [str(HERE.parents[1]), os.environ.get("PYTHONPATH", "")])}
+
+
 def _limit_memory() -> None:
     resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT_BYTES, MEMORY_LIMIT_BYTES))
 
@@ -142,8 +148,7 @@ def _limit_memory() -> None:
 def run_subprocess(args: list[str], folder: Path) -> Outcome:
     """Run ``python -m fusion_dse`` with `args` in `folder` under the time and memory limits;
     the peak resident memory comes from wait4."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-        [str(HERE.parents[1]), os.environ.get("PYTHONPATH", "")])}
+    env = subprocess_env()
     start = time.perf_counter()
     with open(folder / ".stdout", "w+b") as out, open(folder / ".stderr", "w+b") as err:
         proc = subprocess.Popen([sys.executable, "-m", "fusion_dse", *args], cwd=folder,

@@ -72,3 +72,21 @@ def test_the_corpus_is_well_formed():
             if "{F}/" in word:
                 name = word.split("{F}/", 1)[1]
                 assert (corpus.FILES / name).exists(), f"{case.id}: missing file {name}"
+
+
+@pytest.mark.parametrize("delay", [0.3, 1.5])
+def test_ctrl_c_while_importing_or_running_is_one_line_and_130(delay, tmp_path):
+    import signal
+    import subprocess
+    import time
+
+    proc = subprocess.Popen([sys.executable, "-m", "fusion_dse", "inspect", "resnet18"],
+                            cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            env=corpus.subprocess_env())
+    time.sleep(delay)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=corpus.TIME_LIMIT_S)
+    if proc.returncode == 0:
+        pytest.skip("the command finished before the signal")
+    assert proc.returncode == 130
+    assert err.decode().strip().splitlines() == ["fusion-dse: interrupted"]
