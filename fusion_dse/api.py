@@ -91,7 +91,7 @@ def _with_plan_context(doc: Any, hw: str | HardwareConfig | None, scheme: str | 
     if buffer is not None and not given:
         overrides["buffer"] = buffer
     if hw is None:
-        config = _recorded_hw(context.get("hw"), overrides)
+        config = _recorded_hw(context.get("hw"), context.get("hardware"), overrides)
     else:
         config = resolve_hw(hw, overrides)
         if context.get("hw") and config.name != context["hw"]:
@@ -108,7 +108,14 @@ def _recorded_scheme(name: str) -> Scheme:
         raise PlanError(f"the plan's scheme: {err}") from err
 
 
-def _recorded_hw(name: str | None, overrides: Mapping[str, Any]) -> HardwareConfig:
+def _recorded_hw(name: str | None, fields: Mapping[str, Any] | None,
+                 overrides: Mapping[str, Any]) -> HardwareConfig:
+    if fields is not None:  # every field recorded: a hardware file need not be given again
+        try:
+            recorded = load_hw(DEFAULT_PRESET).with_overrides(**dict(fields))
+        except InputError as err:
+            raise PlanError(f"the plan's recorded hardware: {err}") from err
+        return recorded.with_overrides(**overrides) if overrides else recorded
     if name is None:
         return load_hw(DEFAULT_PRESET, overrides)
     if name not in list_presets():

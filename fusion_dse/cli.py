@@ -14,7 +14,14 @@ import warnings
 from collections.abc import Callable, Sequence
 
 from fusion_dse import reports
-from fusion_dse.cli_args import add_hw_arguments, hw_overrides
+from fusion_dse.cli_args import (
+    add_allow_opaque,
+    add_format,
+    add_hw_arguments,
+    add_model,
+    add_subcommand,
+    hw_overrides,
+)
 from fusion_dse.cli_gnn import add_train_explainer, add_train_gnn
 from fusion_dse.cli_optimize import add_optimize
 from fusion_dse.outputs import atomic_file, check_out_file, plot_formats
@@ -37,56 +44,52 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _add_models(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "models", help="list the zoo networks with their size and cost figures",
+    p = add_subcommand(
+        sub, "models", help="list the zoo networks with their size and cost figures",
         description="List every zoo network: input shape, op and conv counts, parameters "
                     "(as torchvision counts them), weights after BatchNorm folding, MACs and "
                     "the bytes of all activation tensors.",
     )
-    p.add_argument("--format", choices=("table", "json", "csv"), default="table",
-                   help="output format (default: table)")
+    add_format(p, ("table", "json", "csv"))
     p.add_argument("--dtype-bytes", type=int, default=1, metavar="B",
                    help="bytes per element for activation bytes (default: 1, int8)")
     p.set_defaults(run=_run_models)
 
 
 def _add_inspect(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "inspect", help="print the per-op table of a network",
+    p = add_subcommand(
+        sub, "inspect", help="print the per-op table of a network",
         description="Import a network and print one row per op: id, name, kind, input op ids, "
                     "input/output shapes, weight elements, MACs and DNNFusion mapping type.",
         epilog="MODEL is a zoo name (optionally with a resolution, e.g. resnet50@320), a path "
                "to an .onnx model or a graph .json, or module:callable returning an nn.Module.",
     )
-    p.add_argument("model", metavar="MODEL", help="zoo name, .onnx path or module:callable")
+    add_model(p)
     p.add_argument("--input-shape", metavar="N,C,H,W",
                    help="input shape (default: the zoo's, the ONNX file's, or 1,3,224,224)")
-    p.add_argument("--format", choices=("table", "json", "csv"), default="table",
-                   help="output format (default: table); json is the graph document")
-    p.add_argument("--allow-opaque", action="store_true",
-                   help="import unsupported ops as opaque ops instead of failing")
+    add_format(p, ("table", "json", "csv"),
+               help="output format (default: table); json is the graph document")
+    add_allow_opaque(p)
     p.set_defaults(run=_run_inspect)
 
 
 def _add_plan_arguments(p: argparse.ArgumentParser, verb: str) -> None:
     """MODEL, dataflow, plan, input shape, output format and the hardware options."""
-    p.add_argument("model", metavar="MODEL", help="zoo name, .onnx path or module:callable")
+    add_model(p)
     p.add_argument("--scheme", choices=[str(s) for s in Scheme], default=None,
                    help="dataflow (default: the plan file's, else lbdf)")
     p.add_argument("--plan", metavar="PLAN.json", help=f"plan to {verb} (default: layer by "
                                                        "layer); its scheme, hardware and "
                                                        "buffer apply unless given")
     p.add_argument("--input-shape", metavar="N,C,H,W", help="input shape override")
-    p.add_argument("--format", choices=("table", "json"), default="table",
-                   help="output format (default: table)")
-    p.add_argument("--allow-opaque", action="store_true",
-                   help="import unsupported ops as opaque ops instead of failing")
+    add_format(p)
+    add_allow_opaque(p)
     add_hw_arguments(p, default=None, default_text="the plan file's, else edge-npu")
 
 
 def _add_evaluate(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "evaluate", help="cost a partition plan (default: layer by layer) under a dataflow",
+    p = add_subcommand(
+        sub, "evaluate", help="cost a partition plan (default: layer by layer) under a dataflow",
         description="Cost a partition plan of MODEL on a hardware configuration: DRAM traffic "
                     "(whole network and fuseable ops, next to the compulsory lower bound and "
                     "the layer-by-layer reference), max buffer usage, cycles, energy, and each "
@@ -112,8 +115,8 @@ def _run_evaluate(args: argparse.Namespace) -> str:
 
 
 def _add_simulate(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "simulate", help="execute a plan on the cycle-approximate simulator",
+    p = add_subcommand(
+        sub, "simulate", help="execute a plan on the cycle-approximate simulator",
         description="Execute a partition plan of MODEL event by event (simpy): DRAM transfers "
                     "over a bandwidth-limited channel, a PE array, a buffer of the given "
                     "capacity. Prints cycles, compute- vs DRAM-bound time, stalls, DRAM bytes, "
@@ -175,8 +178,8 @@ def _write_artifacts(result, plot: str | None, trace: str | None) -> None:
 
 
 def _add_explain(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "explain", help="explain why a fusion group does not fit and split it",
+    p = add_subcommand(
+        sub, "explain", help="explain why a fusion group does not fit and split it",
         description="Rank the edges of a fusion group by how much they make it exceed the "
                     "buffer (a graph-explanation technique on the validity GNN), split the "
                     "group along them with the recursive greedy splitter (Algorithm 1), and "
@@ -185,7 +188,7 @@ def _add_explain(sub: argparse._SubParsersAction) -> None:
                "(fusion-dse inspect MODEL lists them). --plot draws the group with the "
                "explained edges and the cut highlighted.",
     )
-    p.add_argument("model", metavar="MODEL", help="zoo name, .onnx path or module:callable")
+    add_model(p)
     p.add_argument("--group", required=True, metavar="OPS", help="the group: OP,OP,... or A:B")
     p.add_argument("--explainer", choices=EXPLAINERS.names(), default="gnne",
                    help="graph-explanation technique: "
@@ -196,8 +199,7 @@ def _add_explain(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--top", type=int, default=8, metavar="K",
                    help="explained edges the splitter considers (default: 8)")
     p.add_argument("--seed", type=int, default=0, help="seed of the explainer (default: 0)")
-    p.add_argument("--format", choices=("table", "json"), default="table",
-                   help="output format (default: table)")
+    add_format(p)
     p.add_argument("--plot", metavar="OUT.png", help="draw the group, explanation and cut")
     add_hw_arguments(p)
     p.set_defaults(run=_run_explain)

@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from fusion_dse.cli_args import add_subcommand
 from fusion_dse.outputs import check_out_dir, check_out_file
 from search.registry import EXPLAINERS
 from simulator.errors import InputError
@@ -31,8 +32,8 @@ DEFAULT_OUT_ROOT = "fusion-dse-out"
 
 def add_train_gnn(sub: argparse._SubParsersAction) -> None:
     """Add the ``train-gnn`` subcommand to a `fusion-dse` subparsers action."""
-    p = sub.add_parser(
-        "train-gnn", help="train the GNN that predicts whether a fusion group fits the buffer",
+    p = add_subcommand(
+        sub, "train-gnn", help="train the GNN that predicts whether a fusion group fits the buffer",
         description="Reproduce a shipped validity-GNN checkpoint (Mills et al. §IV-A): sample "
                     "distinct fusion groups of the training networks by random search, label "
                     "each with the dataflow's cost model at 128..2048 KiB, train 4 GraphConv "
@@ -66,8 +67,8 @@ def add_train_gnn(sub: argparse._SubParsersAction) -> None:
 
 def add_train_explainer(sub: argparse._SubParsersAction) -> None:
     """Add the ``train-explainer`` subcommand to a `fusion-dse` subparsers action."""
-    p = sub.add_parser(
-        "train-explainer", help="pre-train PGExplainer or RG-Explainer on the validity GNN",
+    p = add_subcommand(
+        sub, "train-explainer", help="pre-train PGExplainer or RG-Explainer on the validity GNN",
         description="Reproduce the shipped parameters of a parameterised explainer (Mills et "
                     "al. §IV-A: pre-trained on the GNN's training networks): sample groups "
                     "that do not fit from random-search proposals at 128..2048 KiB, train "

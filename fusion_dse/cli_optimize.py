@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from fusion_dse.cli_args import add_hw_arguments, hw_overrides
+from fusion_dse.cli_args import add_hw_arguments, add_subcommand, hw_overrides
 from search.registry import DEFAULT_EXACT_TIME_LIMIT, REPAIRS, SEARCHES
 from simulator.scheme import FUSED_SCHEMES, Scheme
 
@@ -34,8 +34,8 @@ DEFAULT_MODEL = "mobilenet_v2"
 def add_optimize(sub: argparse._SubParsersAction) -> None:
     """Add the ``optimize`` subcommand to a `fusion-dse` subparsers action (the search and
     repair choices are the names of `search.registry`)."""
-    p = sub.add_parser(
-        "optimize", help="search the partition plan with the least DRAM traffic",
+    p = add_subcommand(
+        sub, "optimize", help="search the partition plan with the least DRAM traffic",
         description="Search the partition plans of MODEL for the one with the least DRAM "
                     "traffic whose groups all fit the on-chip buffer. By default (--search "
                     "auto) the exact solver proves the optimal plan when it finishes within "

@@ -99,7 +99,8 @@ def plan_document(result: SearchResult) -> dict[str, Any]:
     } for g in result.cost.groups]
     doc = result.plan.to_dict(result.graph, extra)
     doc.update(scheme=result.cost.scheme, hw=result.hw.name,
-               buffer_bytes=result.hw.buffer_bytes, totals=result.cost.totals())
+               buffer_bytes=result.hw.buffer_bytes, totals=result.cost.totals(),
+               hardware=result.hw.to_dict())
     return doc
 
 

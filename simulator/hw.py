@@ -99,20 +99,6 @@ def _real(value: Any) -> float:
     return number
 
 
-def _positive(value: Any) -> float:
-    number = _real(value)
-    if number <= 0:
-        raise ValueError("must be positive")
-    return number
-
-
-def _non_negative(value: Any) -> float:
-    number = _real(value)
-    if number < 0:
-        raise ValueError("must not be negative")
-    return number
-
-
 def _whole(value: Any) -> int:
     number = _real(value)
     if not number.is_integer():
@@ -120,18 +106,21 @@ def _whole(value: Any) -> int:
     return value if isinstance(value, int) else int(number)
 
 
-def _positive_int(value: Any) -> int:
-    number = _whole(value)
-    if number <= 0:
-        raise ValueError("must be positive")
-    return number
+def _signed(convert: Callable[[Any], Any], zero_ok: bool) -> Callable[[Any], Any]:
+    """A validator: `convert`, then refuse values <= 0 ("must be positive") or, with
+    `zero_ok`, < 0 ("must not be negative")."""
+    def check(value: Any) -> Any:
+        number = convert(value)
+        if number < 0 or (number == 0 and not zero_ok):
+            raise ValueError("must not be negative" if zero_ok else "must be positive")
+        return number
+    return check
 
 
-def _non_negative_int(value: Any) -> int:
-    number = _whole(value)
-    if number < 0:
-        raise ValueError("must not be negative")
-    return number
+_positive = _signed(_real, zero_ok=False)
+_non_negative = _signed(_real, zero_ok=True)
+_positive_int = _signed(_whole, zero_ok=False)
+_non_negative_int = _signed(_whole, zero_ok=True)
 
 
 def _dtype_bytes(value: Any) -> int:

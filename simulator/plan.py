@@ -140,8 +140,8 @@ def read_plan_document(path: str | Path) -> Any:
 
 def plan_context(doc: Any) -> dict[str, Any]:
     """What a plan document records about how it was costed: ``scheme``, ``hw`` (the
-    hardware's name) and ``buffer_bytes``, those present and well-formed (plan.json of
-    ``fusion-dse optimize`` has all three)."""
+    hardware's name), ``buffer_bytes`` and ``hardware`` (every hardware field, validated when
+    used), those present and well-formed (plan.json of ``fusion-dse optimize`` has all four)."""
     if not isinstance(doc, dict):
         return {}
     context: dict[str, Any] = {}
@@ -152,6 +152,8 @@ def plan_context(doc: Any) -> dict[str, Any]:
     buffer = doc.get("buffer_bytes")
     if isinstance(buffer, int) and not isinstance(buffer, bool):
         context["buffer_bytes"] = buffer
+    if isinstance(doc.get("hardware"), dict):
+        context["hardware"] = doc["hardware"]
     return context
 
 

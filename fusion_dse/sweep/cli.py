@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from fusion_dse.cli_args import add_flag_table, add_format, add_model, add_subcommand
 from simulator.errors import InputError
 
 __all__ = ["DEFAULT_STORE_DIR", "add_compare", "add_plot", "add_sweep", "default_store"]
@@ -45,8 +46,8 @@ def default_store(name: str) -> Path:
 
 def add_sweep(sub: argparse._SubParsersAction) -> None:
     """Add ``sweep`` (run a sweep, or ``sweep export STORE``)."""
-    p = sub.add_parser(
-        "sweep", help="run a hardware sweep on Dask into a resumable store (or export one)",
+    p = add_subcommand(
+        sub, "sweep", help="run a hardware sweep on Dask into a resumable store (or export one)",
         usage="fusion-dse sweep [SPEC.yaml] [axis options] [--workers N | --scheduler ADDR] "
               "[--store PATH] [--dry-run] [--retry-failed]\n"
               "       fusion-dse sweep export STORE [--format csv|parquet] [--out FILE]",
@@ -68,8 +69,7 @@ def add_sweep(sub: argparse._SubParsersAction) -> None:
                    help="sweep spec file, or the word 'export' followed by STORE")
     p.add_argument("store_arg", nargs="?", metavar="STORE", help=argparse.SUPPRESS)
     axes = p.add_argument_group("axes", "comma lists and ranges: a,b  0..4  64KiB..2MiB:x2")
-    for flag, key, metavar, text in _AXIS_FLAGS:
-        axes.add_argument(flag, dest=f"axis_{key}", metavar=metavar, help=text)
+    add_flag_table(axes, _AXIS_FLAGS, "axis")
     axes.add_argument("--objectives", dest="axis_objectives", action="append", metavar="O,O",
                       help="objectives of one run, e.g. dram or dram,mbu (repeat for several)")
     axes.add_argument("--axis", dest="axis_more", action="append", default=[],
@@ -88,8 +88,7 @@ def add_sweep(sub: argparse._SubParsersAction) -> None:
     run.add_argument("--retry-failed", action="store_true", help="rerun points that failed")
     run.add_argument("--quiet", action="store_true", help="no progress bar")
     exp = p.add_argument_group("export (fusion-dse sweep export STORE)")
-    exp.add_argument("--format", choices=("csv", "parquet"), default="csv",
-                     help="export format (default: csv)")
+    add_format(exp, ("csv", "parquet"), "csv", help="export format (default: csv)")
     exp.add_argument("--out", metavar="FILE", help="export file (default: STORE with the "
                                                    "format's extension)")
     p.set_defaults(run=_run_sweep)
@@ -192,8 +191,8 @@ def add_plot(sub: argparse._SubParsersAction) -> None:
     """Add ``plot tradeoff|budget|pareto|compare STORE``."""
     from fusion_dse.sweep.plots import KINDS
 
-    p = sub.add_parser(
-        "plot", help="draw a figure from a sweep store",
+    p = add_subcommand(
+        sub, "plot", help="draw a figure from a sweep store",
         description="tradeoff: DRAM against buffer size per model (mean and min-max band "
                     "over seeds, layer-by-layer and lower-bound lines). budget: best DRAM "
                     "against plans evaluated. pareto: the fronts of two-objective runs. "
@@ -223,14 +222,14 @@ def _run_plot(args: argparse.Namespace) -> str:
 
 def add_compare(sub: argparse._SubParsersAction) -> None:
     """Add ``compare MODEL``: dataflows side by side over buffer sizes."""
-    p = sub.add_parser(
-        "compare", help="compare dataflows on one network over buffer sizes",
+    p = add_subcommand(
+        sub, "compare", help="compare dataflows on one network over buffer sizes",
         description="Run the small sweep MODEL x buffers x schemes (searching each fused "
                     "dataflow) on the embedded Dask cluster, print DRAM, max buffer usage, "
                     "cycles and energy per scheme and buffer with the best marked, and "
                     "write the trade-off plot.",
     )
-    p.add_argument("model", metavar="MODEL", help="zoo name, .onnx path or module:callable")
+    add_model(p)
     p.add_argument("--hw", default="edge-npu", metavar="PRESET|FILE",
                    help="hardware preset or YAML file (default: edge-npu)")
     p.add_argument("--buffers", default="64KiB..2MiB:x2", metavar="SIZES",

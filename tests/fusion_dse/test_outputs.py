@@ -4,6 +4,7 @@ file's scheme, hardware and buffer are used unless overridden."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -99,3 +100,23 @@ def test_evaluate_uses_the_plan_context_and_notes_overrides(cli, tmp_path):
                        "256KiB", "--format", "json")
     assert code == 0
     assert "fusion-dse: note: buffer 262,144 B overrides the plan's 131,072 B" in err
+
+
+def test_a_plan_from_a_custom_hardware_file_is_costed_on_that_hardware(cli, tmp_path):
+    hw = tmp_path / "my-npu.yaml"
+    preset = (Path(__file__).resolve().parents[2] / "hwconfigs" / "edge-npu.yaml").read_text()
+    hw.write_text(preset.replace("name: edge-npu", "name: my-npu")
+                  .replace("dram_bandwidth: ", "dram_bandwidth: 3 # "))
+    out = tmp_path / "run"
+    code, _, err = cli("optimize", "squeezenet1_0", "--hw", str(hw), "--buffer", "128KiB",
+                       "--search", "ls", "--budget", "10", "--no-optimum", "--out", str(out),
+                       "--quiet")
+    assert code == 0, err
+    code, text, err = cli("evaluate", "squeezenet1_0", "--plan", str(out / "plan.json"),
+                          "--format", "json")
+    assert code == 0 and err == ""
+    doc = json.loads(text)
+    assert doc["hw"]["name"] == "my-npu" and doc["hw"]["dram_bandwidth"] == 3
+    assert doc["hw"]["buffer_bytes"] == 131072
+    plan = json.loads((out / "plan.json").read_text())
+    assert doc["totals"]["dram_bytes"] == plan["totals"]["dram_bytes"]
