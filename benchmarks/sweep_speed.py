@@ -67,7 +67,7 @@ def main() -> None:
     seeds = max(1, args.points // 8)
     points = expand(SweepSpec(axes={"model": MODEL, "scheme": "lbdf,brr",
                                     "buffer": "128KiB..1MiB:x2", "seed": f"0..{seeds - 1}",
-                                    "budget": args.budget}))
+                                    "search": "ls", "budget": args.budget}))
     print(f"{len(points)} points: {MODEL}, LBDF/BRR x 4 buffers x {seeds} seeds, local search "
           f"{args.budget} plans")
     with tempfile.TemporaryDirectory() as tmp:
@@ -79,9 +79,9 @@ def main() -> None:
 
     from fusion_dse.optimization import optimize
 
-    optimize(MODEL, budget=20)  # load the model and warm the imports
+    optimize(MODEL, search="ls", budget=20)  # load the model and warm the imports
     started = time.perf_counter()
-    optimize(MODEL, budget=2000, seed=0)
+    optimize(MODEL, search="ls", budget=2000, seed=0)
     search = time.perf_counter() - started
     overhead = (one - inside_one) / len(points)
     print(f"per-point machinery overhead (1 worker): {overhead * 1e3:.1f} ms "

@@ -15,7 +15,7 @@ from simulator.plan import load_plan
 FAST = {"overrides": {"buffer": "128KiB"}}
 OPTIMUM_KEYS = {"status", "dram_bytes", "dram_bytes_fuseable", "mbu_bytes", "cycles",
                 "energy_pj", "groups", "candidates", "costed", "states", "seconds", "optimal",
-                "cap_reason", "bound_bytes"}
+                "cap_reason", "bound_bytes", "reused"}
 
 
 def _optimum_lines(result) -> list[str]:
@@ -53,6 +53,25 @@ def test_heuristic_searches_report_their_gap_to_the_optimum(exact_result):
     gap = s["best"]["gap_to_optimum"]
     assert gap == round(s["best"]["dram_bytes"] / optimum - 1, 6) and gap >= 0
     assert len(_optimum_lines(result)) == 1
+
+
+def test_a_proven_optimum_is_solved_once_per_process_and_a_capped_one_never_reused():
+    from fusion_dse import pipeline
+
+    pipeline._PROVEN.clear()
+    first = optimize("squeezenet1_1", search="rs", budget=5, seed=0, **FAST)
+    again = optimize("squeezenet1_1", search="ls", budget=5, seed=1, **FAST)
+    a, b = (r.summary.to_dict()["optimum"] for r in (first, again))
+    assert not a["reused"] and b["reused"] and a["optimal"] and b["optimal"]
+    assert b["dram_bytes"] == a["dram_bytes"] and b["seconds"] == a["seconds"]
+    assert again.summary.to_dict()["best"]["gap_to_optimum"] >= 0
+    other = optimize("squeezenet1_1", search="rs", budget=5, **FAST, scheme="brr")
+    assert not other.summary.to_dict()["optimum"]["reused"]  # another dataflow: solved anew
+    pipeline._PROVEN.clear()
+    capped = optimize("mobilenet_v2", scheme="brr", search="rs", budget=5,
+                      exact_time_limit=0.01, **FAST)
+    assert capped.summary.to_dict()["optimum"]["optimal"] is False
+    assert not pipeline._PROVEN  # the clock decided it: not kept
 
 
 def test_auto_is_the_default_and_takes_the_exact_path():
