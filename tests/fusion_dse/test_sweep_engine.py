@@ -93,6 +93,15 @@ def test_failing_point_is_recorded_and_the_rest_complete(scheduler, tmp_path):
     assert (again.skipped, again.failed) == (1, 1) and len(load_sweep(store)) == 2
 
 
+def test_the_embedded_cluster_prints_its_dashboard_address(tmp_path, capsys):
+    pytest.importorskip("bokeh")  # the dashboard needs it (extra "dashboard", in "test")
+    spec = SweepSpec(axes={"model": "squeezenet1_0", "buffer": "64KiB", "scheme": "lbl"})
+    outcome = run_sweep(expand(spec), tmp_path / "one.sqlite", "dash", workers=1)
+    assert outcome.done == 1 and outcome.dashboard.startswith("http://")
+    assert outcome.dashboard.endswith("/status")
+    assert f"fusion-dse: Dask dashboard at {outcome.dashboard}" in capsys.readouterr().err
+
+
 @pytest.mark.slow
 def test_one_and_two_workers_give_identical_rows(small_store, tmp_path):
     spec = SweepSpec(axes={**SMALL, "scheme": "lbdf,brr"})
