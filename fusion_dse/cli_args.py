@@ -1,78 +1,141 @@
-"""Argument helpers shared by the ``fusion-dse`` subcommands: the hardware options.
+"""The command-line surface: ``cli.toml`` turned into argparse parsers, and parsed-value helpers.
 
-Every subcommand that costs or searches plans takes a preset or YAML file (``--hw``) and
-overrides of its fields; `add_hw_arguments` adds them to a parser and `hw_overrides` turns the
-parsed values into the overrides `simulator.hw.load_hw` takes. The subcommand modules
-(`fusion_dse.cli`, `fusion_dse.cli_optimize`, ...) import this module, never each other.
+Every subcommand, help text and option of ``fusion-dse`` is declared once, as data, in the
+package file ``fusion_dse/cli.toml`` (its header says how); `build_parser` builds the parsers
+from it, resolving the names the file leaves to the caller (registry names, scheme values,
+registry constants) and attaching each subcommand's code. `option_dests` names the options of a
+shared set (`hw_overrides` reads the hardware ones by it; ``sweep`` its axes), `time_limit`
+parses ``--exact-time-limit``. The subcommand modules (`fusion_dse.cli`,
+`fusion_dse.cli_optimize`, ...) import this module, never each other.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.resources
+import tomllib
+from collections.abc import Callable, Iterator, Mapping
+from functools import cache
+from typing import Any
 
 from simulator.errors import InputError
 
-__all__ = ["HW_FLAGS", "add_flag_table", "add_allow_opaque", "add_format", "add_hw_arguments",
-           "add_model", "add_subcommand", "hw_overrides"]
+__all__ = ["DEFAULT_OUT_ROOT", "EXIT_USAGE", "Parser", "build_parser", "hw_overrides",
+           "option_dests", "surface", "time_limit"]
 
-HW_FLAGS = (
-    ("--buffer", "buffer", "SIZE", "on-chip buffer size, e.g. 128KiB, 2MiB, 131072"),
-    ("--dtype-bytes", "dtype_bytes", "B", "bytes per element (1 = int8)"),
-    ("--dram-bandwidth", "dram_bandwidth", "B/CYC", "DRAM bytes per cycle"),
-    ("--dram-latency", "dram_latency", "CYC", "DRAM access latency in cycles"),
-    ("--clock", "clock", "HZ", "clock, e.g. 1GHz or 700e6"),
-    ("--macs-per-cycle", "macs_per_cycle", "N", "PE array MACs per cycle"),
-    ("--buffer-bandwidth", "buffer_bandwidth", "B/CYC", "on-chip buffer bytes per cycle"),
-)
-"""(flag, hardware key, metavar, help) of each hardware field with its own option."""
+DEFAULT_OUT_ROOT = "fusion-dse-out"
+"""Folder, relative to the working directory, under which results are written by default."""
+EXIT_USAGE = 2
+"""Exit status of bad input of any kind."""
+
+Run = Callable[[argparse.Namespace], str]
+_FORMATTERS = {"raw": argparse.RawDescriptionHelpFormatter}
+_PARSER_KEYS = ("help", "usage", "description", "epilog")
 
 
-def add_flag_table(p: argparse.ArgumentParser | argparse._ArgumentGroup,
-                   table: tuple[tuple[str, str, str, str], ...], prefix: str) -> None:
-    """Add one option per (flag, key, metavar, help) row of `table`, stored as PREFIX_KEY."""
-    for flag, key, metavar, text in table:
-        p.add_argument(flag, dest=f"{prefix}_{key}", metavar=metavar, help=text)
+class Parser(argparse.ArgumentParser):
+    """argparse with one-line errors and exit status 2, like every other bad input."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
 
 
-def add_subcommand(sub: argparse._SubParsersAction, name: str, help: str,
-                   description: str, epilog: str | None = None,
-                   **kwargs: object) -> argparse.ArgumentParser:
-    """``sub.add_parser(name, help=, description=, epilog=, **kwargs)``."""
-    return sub.add_parser(name, help=help, description=description, epilog=epilog, **kwargs)
+def time_limit(text: str) -> float | None:
+    """``--exact-time-limit``: positive seconds, or ``none``."""
+    if text.strip().lower() == "none":
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds or 'none', "
+                                         f"got {text!r}")
+    return value
 
 
-def add_format(p: argparse.ArgumentParser | argparse._ArgumentGroup,
-               choices: tuple[str, ...] = ("table", "json"), default: str = "table",
-               help: str | None = None) -> None:
-    """``--format`` with `choices` and `default` (help: "output format (default: DEFAULT)")."""
-    p.add_argument("--format", choices=choices, default=default,
-                   help=help or f"output format (default: {default})")
+_TYPES: dict[str, Callable[[str], Any]] = {"int": int, "time_limit": time_limit}
 
 
-def add_model(p: argparse.ArgumentParser) -> None:
-    """The positional MODEL (zoo name, .onnx path or module:callable)."""
-    p.add_argument("model", metavar="MODEL", help="zoo name, .onnx path or module:callable")
+@cache
+def surface() -> Mapping[str, Any]:
+    """The parsed ``fusion_dse/cli.toml`` (package data, read once)."""
+    text = importlib.resources.files("fusion_dse").joinpath("cli.toml").read_text("utf-8")
+    return tomllib.loads(text)
 
 
-def add_allow_opaque(p: argparse.ArgumentParser) -> None:
-    """``--allow-opaque``: import unsupported ops as opaque ops."""
-    p.add_argument("--allow-opaque", action="store_true",
-                   help="import unsupported ops as opaque ops instead of failing")
+def build_parser(runs: Mapping[str, Run], values: Mapping[str, Any]) -> Parser:
+    """The ``fusion-dse`` parser, as ``cli.toml`` declares it.
+
+    Args:
+        runs: The code of each subcommand, by name (stored as ``args.run``).
+        values: What the file names and leaves to the caller: ``choices_from`` and
+            ``default_from`` sources and the values of its {placeholders}.
+
+    Raises:
+        KeyError: a subcommand without code, or a name the file uses that `values` lacks.
+    """
+    spec = surface()
+    parser = Parser(prog=spec["prog"], description=spec["description"])
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND",
+                                parser_class=Parser)
+    for name, command in spec["commands"].items():
+        p = sub.add_parser(name, **{k: command[k].format_map(values)
+                                    for k in _PARSER_KEYS if k in command},
+                           formatter_class=_FORMATTERS.get(command.get("formatter", ""),
+                                                           argparse.HelpFormatter))
+        groups: dict[str, argparse._ArgumentGroup] = {}
+        for option, variables in _expand(command["options"], {}):
+            _add_option(p, groups, option, {**values, **variables})
+        p.set_defaults(run=runs[name])
+    return parser
 
 
-def add_hw_arguments(p: argparse.ArgumentParser, default: str | None = "edge-npu",
-                     default_text: str = "edge-npu") -> None:
-    """Add ``--hw``, one option per `HW_FLAGS` entry, ``--set KEY=VALUE`` and
-    ``--allow-extreme-hw`` to `p`."""
-    g = p.add_argument_group("hardware", "a preset or YAML file, and overrides of its fields")
-    g.add_argument("--hw", default=default, metavar="PRESET|FILE",
-                   help=f"hardware preset name or YAML path (default: {default_text})")
-    add_flag_table(g, HW_FLAGS, "hw")
-    g.add_argument("--set", dest="hw_set", action="append", default=[], metavar="KEY=VALUE",
-                   help="override any hardware key, e.g. --set energy.mac_pj=0.2 (repeatable)")
-    g.add_argument("--allow-extreme-hw", action="store_true",
-                   help="accept hardware values outside the physically meaningful ranges "
-                        "(docs/limits.md), within the numerically safe ones")
+def option_dests(set_name: str) -> tuple[str, ...]:
+    """The ``dest`` of every option of the shared set `set_name` of ``cli.toml``, in order."""
+    return tuple(option["dest"] for option, _ in _expand([{"use": set_name}], {}))
+
+
+def _expand(entries: list[dict[str, Any]], variables: Mapping[str, Any]
+            ) -> Iterator[tuple[dict[str, Any], Mapping[str, Any]]]:
+    """Each option of `entries` with its placeholder values, ``use`` references expanded."""
+    for entry in entries:
+        name = entry.get("use")
+        if name is None:
+            yield entry, variables
+            continue
+        options = surface()["sets"][name]["options"]
+        local = {**variables, **entry.get("vars", {})}
+        overrides = {k: v for k, v in entry.items() if k not in ("use", "vars")}
+        if overrides and len(options) != 1:
+            raise ValueError(f"cli.toml: only a one-option set takes overrides, not {name!r}")
+        if overrides:
+            yield {**options[0], **overrides}, local
+        else:
+            yield from _expand(options, local)
+
+
+def _add_option(p: argparse.ArgumentParser, groups: dict[str, argparse._ArgumentGroup],
+                option: Mapping[str, Any], values: Mapping[str, Any]) -> None:
+    """Add one option of ``cli.toml`` to `p` (or to its argument group, made on first use)."""
+    kwargs: dict[str, Any] = {}
+    for key, value in option.items():
+        if key.endswith("_from"):
+            kwargs[key.removesuffix("_from")] = values[value]
+        elif key == "type":
+            kwargs["type"] = _TYPES[value]
+        elif key == "hidden":
+            kwargs["help"] = argparse.SUPPRESS
+        elif key not in ("flags", "name", "group"):
+            kwargs[key] = value.format_map(values) if isinstance(value, str) else value
+    target: argparse.ArgumentParser | argparse._ArgumentGroup = p
+    if "group" in option:
+        if option["group"] not in groups:
+            group = surface()["groups"][option["group"]]
+            groups[option["group"]] = p.add_argument_group(group["title"],
+                                                           group.get("description"))
+        target = groups[option["group"]]
+    target.add_argument(*option.get("flags", [option.get("name")]), **kwargs)
 
 
 def hw_overrides(args: argparse.Namespace) -> dict[str, object]:
@@ -81,8 +144,9 @@ def hw_overrides(args: argparse.Namespace) -> dict[str, object]:
     Raises:
         InputError: a ``--set`` item that is not ``KEY=VALUE``.
     """
-    overrides: dict[str, object] = {key: getattr(args, f"hw_{key}") for _, key, _, _ in HW_FLAGS
-                                    if getattr(args, f"hw_{key}") is not None}
+    overrides: dict[str, object] = {dest.removeprefix("hw_"): getattr(args, dest)
+                                    for dest in option_dests("hw-fields")
+                                    if getattr(args, dest) is not None}
     for item in args.hw_set:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():

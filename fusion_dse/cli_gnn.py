@@ -14,89 +14,16 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from fusion_dse.cli_args import add_subcommand
+from fusion_dse.cli_args import DEFAULT_OUT_ROOT
 from fusion_dse.outputs import check_out_dir, check_out_file
-from search.registry import EXPLAINERS
 from simulator.errors import InputError
 from simulator.hw import DEFAULT_PRESET, load_hw
-from simulator.scheme import FUSED_SCHEMES
 
 if TYPE_CHECKING:
     from explain.pipeline import TrainGnnResult
 
-__all__ = ["DEFAULT_OUT_ROOT", "add_train_explainer", "add_train_gnn", "parse_group_counts",
-           "run_train_explainer", "run_train_gnn", "summary_text"]
-
-DEFAULT_OUT_ROOT = "fusion-dse-out"
-
-
-def add_train_gnn(sub: argparse._SubParsersAction) -> None:
-    """Add the ``train-gnn`` subcommand to a `fusion-dse` subparsers action."""
-    p = add_subcommand(
-        sub, "train-gnn", help="train the GNN that predicts whether a fusion group fits the buffer",
-        description="Reproduce a shipped validity-GNN checkpoint (Mills et al. §IV-A): sample "
-                    "distinct fusion groups of the training networks by random search, label "
-                    "each with the dataflow's cost model at 128..2048 KiB, train 4 GraphConv "
-                    "layers on an 80/10/10 split by group, and measure the model on the test "
-                    "split and on networks never trained on. Writes SCHEME.pt and SCHEME.json "
-                    "(metrics, dataset statistics, versions), the Table I-style counts "
-                    "SCHEME-dataset.csv/.md and the Fig. 3-style plot validity.png to --out.",
-        epilog="Datasets are cached under $FUSION_DSE_CACHE (default ~/.cache/fusion-dse). To "
-               "replace the shipped checkpoints: --out explain/checkpoints. The same --seed "
-               "gives the same dataset and split.",
-    )
-    p.add_argument("--scheme", choices=[str(s) for s in FUSED_SCHEMES], required=True,
-                   help="dataflow whose validity the model predicts")
-    p.add_argument("--epochs", type=int, default=None, metavar="N",
-                   help="training epochs (default: 50)")
-    p.add_argument("--out", metavar="DIR",
-                   help=f"output folder, created (default: {DEFAULT_OUT_ROOT}/gnn-SCHEME)")
-    p.add_argument("--seed", type=int, default=0, metavar="S", help="seed (default: 0)")
-    p.add_argument("--samples-per-network", metavar="N|NAME=N,...",
-                   help="distinct groups to draw per training network (each labelled at 5 "
-                        "buffer sizes): one count for every network, or NAME=N pairs "
-                        "overriding the defaults (0 drops a network)")
-    p.add_argument("--held-out-groups", type=int, default=None, metavar="N",
-                   help="groups per held-out network (default: 1000)")
-    p.add_argument("--threads", type=int, default=None, metavar="T",
-                   help="torch threads while training (default: 1, the faster here)")
-    p.add_argument("--quiet", "-q", action="store_true",
-                   help="no progress bars (they are shown only when stderr is a terminal)")
-    p.set_defaults(run=run_train_gnn)
-
-
-def add_train_explainer(sub: argparse._SubParsersAction) -> None:
-    """Add the ``train-explainer`` subcommand to a `fusion-dse` subparsers action."""
-    p = add_subcommand(
-        sub, "train-explainer", help="pre-train PGExplainer or RG-Explainer on the validity GNN",
-        description="Reproduce the shipped parameters of a parameterised explainer (Mills et "
-                    "al. §IV-A: pre-trained on the GNN's training networks): sample groups "
-                    "that do not fit from random-search proposals at 128..2048 KiB, train "
-                    "PGExplainer's edge scorer or RG-Explainer's seed locator and policy on "
-                    "them, write the parameters, and measure them on invalid groups drawn "
-                    "with seed+1: the rectify rate of the top-K explained edges alone.",
-        epilog="To replace the shipped parameters: --out explain/checkpoints/EXPLAINER-SCHEME.pt "
-               "(RG parameters record the GNN they explain and are refused by another one).",
-    )
-    trainable = EXPLAINERS.by(lambda s: s.trainer is not None)
-    p.add_argument("--explainer", choices=trainable, required=True,
-                   help=", ".join(f"{n}: {EXPLAINERS.get(n).help}" for n in trainable))
-    p.add_argument("--scheme", choices=[str(s) for s in FUSED_SCHEMES], required=True,
-                   help="dataflow of the GNN explained")
-    p.add_argument("--epochs", type=int, default=None, metavar="N",
-                   help="passes over the samples (default: pg 30, rg 10)")
-    p.add_argument("--samples-per-network", type=int, default=None, metavar="N",
-                   help="invalid groups drawn per training network (default: 40)")
-    p.add_argument("--held-out-per-network", type=int, default=10, metavar="N",
-                   help="invalid groups per network in the measurement (default: 10; 0 skips)")
-    p.add_argument("--top", type=int, default=4, metavar="K",
-                   help="explained edges per group in the measurement (default: 4)")
-    p.add_argument("--seed", type=int, default=0, metavar="S", help="seed (default: 0)")
-    p.add_argument("--out", metavar="FILE.pt",
-                   help=f"parameters file (default: {DEFAULT_OUT_ROOT}/EXPLAINER-SCHEME.pt)")
-    p.add_argument("--quiet", "-q", action="store_true",
-                   help="no per-epoch progress lines on stderr")
-    p.set_defaults(run=run_train_explainer)
+__all__ = ["DEFAULT_OUT_ROOT", "RUNS", "parse_group_counts", "run_train_explainer",
+           "run_train_gnn", "summary_text"]
 
 
 def run_train_explainer(args: argparse.Namespace) -> str:
@@ -183,6 +110,10 @@ def run_train_gnn(args: argparse.Namespace) -> str:
     except OSError as err:
         raise InputError(f"cannot write to {str(out)!r}: {err.strerror or err}") from err
     return summary_text(result)
+
+
+RUNS = {"train-gnn": run_train_gnn, "train-explainer": run_train_explainer}
+"""The code of the subcommands this module runs (options: ``cli.toml``)."""
 
 
 def summary_text(result: TrainGnnResult) -> str:

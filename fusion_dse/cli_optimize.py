@@ -17,98 +17,12 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from fusion_dse.cli_args import add_hw_arguments, add_subcommand, hw_overrides
-from search.registry import DEFAULT_EXACT_TIME_LIMIT, REPAIRS, SEARCHES
-from simulator.scheme import FUSED_SCHEMES, Scheme
+from fusion_dse.cli_args import DEFAULT_OUT_ROOT, hw_overrides
 
 if TYPE_CHECKING:
     from search.result import CacheRate, SearchSummary
 
-__all__ = ["DEFAULT_OUT_ROOT", "add_optimize", "default_out_dir", "run_optimize",
-           "summary_text"]
-
-DEFAULT_OUT_ROOT = "fusion-dse-out"
-DEFAULT_MODEL = "mobilenet_v2"
-
-
-def add_optimize(sub: argparse._SubParsersAction) -> None:
-    """Add the ``optimize`` subcommand to a `fusion-dse` subparsers action (the search and
-    repair choices are the names of `search.registry`)."""
-    p = add_subcommand(
-        sub, "optimize", help="search the partition plan with the least DRAM traffic",
-        description="Search the partition plans of MODEL for the one with the least DRAM "
-                    "traffic whose groups all fit the on-chip buffer. By default (--search "
-                    "auto) the exact solver proves the optimal plan when it finishes within "
-                    "--exact-time-limit, else local search, seeded with the capped optimum, "
-                    "runs within a budget of proposed plans; groups over the buffer are "
-                    "repaired by the splitter. Prints the best plan's figures next to the "
-                    "optimum and the reference baselines (layer by layer, compulsory lower "
-                    "bound, optimal segment plan, DNNFusion greedy) "
-                    "and writes plan.json, history.csv, summary.json and budget.png (with two "
-                    "objectives also pareto.csv and pareto.png) to --out.",
-        epilog="The same --seed gives the same plan and history. A network with nothing to "
-               "fuse (every op over the buffer alone, or no two adjacent ops fitting one "
-               "group) gives the layer-by-layer plan with a note on stderr. plan.json can be "
-               "costed again with: fusion-dse evaluate MODEL --plan DIR/plan.json",
-    )
-    p.add_argument("model", metavar="MODEL", nargs="?", default=DEFAULT_MODEL,
-                   help="zoo name, .onnx path or module:callable (default: "
-                        f"{DEFAULT_MODEL}, the paper's Table V network)")
-    p.add_argument("--scheme", choices=[str(s) for s in FUSED_SCHEMES],
-                   default=str(Scheme.LBDF),
-                   help="fusion dataflow (default: lbdf)")
-    p.add_argument("--search", choices=SEARCHES.names(), default="auto",
-                   help=f"{SEARCHES.help_text()} (default: auto)")
-    p.add_argument("--exact-time-limit", type=_time_limit, default=DEFAULT_EXACT_TIME_LIMIT,
-                   metavar="S",
-                   help="seconds the exact solver may take (exact, auto and the optimum every "
-                        "summary reports; 'none' for no cap). Capped, its answer is optimal "
-                        "only among the sets it costed, and the summary says so (default: "
-                        f"{DEFAULT_EXACT_TIME_LIMIT:g})")
-    p.add_argument("--no-optimum", dest="compute_optimum", action="store_false",
-                   help="do not compute the optimum reference of rs, ls and nsga2 runs (saves "
-                        "up to --exact-time-limit seconds; summary.json says 'not computed')")
-    p.add_argument("--repair", choices=REPAIRS.names(), default="random",
-                   help="splitter for groups over the buffer (default: random)")
-    p.add_argument("--explained-edges", type=int, metavar="K",
-                   help="explained edges an explanation-guided repair considers per group "
-                        "(gnne, pg, rg; default: 4; alledges: all)")
-    p.add_argument("--no-baseline-guard", dest="keep_baseline", action="store_false",
-                   help="explanation-guided repairs return Algorithm 1's split alone, as in the "
-                        "paper (default: the random repair's split of the same group is "
-                        "computed too and kept when it costs less DRAM)")
-    p.add_argument("--budget", type=int, default=2000, metavar="N",
-                   help="partition plans to propose and evaluate, exactly (default: 2000)")
-    p.add_argument("--seed", type=int, default=0, metavar="S",
-                   help="seed of the run (default: 0)")
-    p.add_argument("--objectives", default="dram", metavar="OBJ",
-                   help="dram, dram,mbu or dram,cycles (default: dram); two objectives "
-                        "also write the Pareto front")
-    p.add_argument("--out", metavar="DIR",
-                   help=f"output folder, created (default: {DEFAULT_OUT_ROOT}/"
-                        "MODEL-SCHEME-SEARCH)")
-    p.add_argument("--input-shape", metavar="N,C,H,W", help="input shape override")
-    p.add_argument("--quiet", "-q", action="store_true",
-                   help="no progress bar (it is shown only when stderr is a terminal)")
-    p.add_argument("--force", action="store_true",
-                   help="replace --out even if it holds files a run does not write (an earlier "
-                        "result folder is always replaced whole)")
-    add_hw_arguments(p)
-    p.set_defaults(run=run_optimize)
-
-
-def _time_limit(text: str) -> float | None:
-    """``--exact-time-limit``: positive seconds, or ``none``."""
-    if text.strip().lower() == "none":
-        return None
-    try:
-        value = float(text)
-    except ValueError:
-        value = float("nan")
-    if not value > 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"must be a positive number of seconds or 'none', "
-                                         f"got {text!r}")
-    return value
+__all__ = ["DEFAULT_OUT_ROOT", "RUNS", "default_out_dir", "run_optimize", "summary_text"]
 
 
 def default_out_dir(model_name: str, scheme: str, search: str) -> Path:
@@ -143,6 +57,10 @@ def run_optimize(args: argparse.Namespace) -> str:
         if line:
             print(f"fusion-dse: note: {line}", file=sys.stderr)
     return summary_text(result.summary, out, list(files))
+
+
+RUNS = {"optimize": run_optimize}
+"""The code of the subcommands this module runs (options: ``cli.toml``)."""
 
 
 def _b(n: Any) -> str:

@@ -235,10 +235,10 @@ def _summary(problem: SearchProblem, algorithm: SearchAlgorithm, termination: Te
         scheme=problem.scheme, search=algorithm.name, repair=problem.splitter.name,
         objectives=tuple(problem.objectives),
         budget=termination.remaining(SearchState(0, 0)), budget_used=recorder.evaluated,
-        distinct_plans=context.plan_misses, diversified_repairs=repairer.diversified,
+        distinct_plans=context.plans.misses, diversified_repairs=repairer.diversified,
         best=cost.totals(), found_at=recorder.best_at, search_space=space,
         caches={"group": CacheRate(context.cache.hits, context.cache.misses),
                 "splitter": CacheRate(repairer.hits, repairer.misses),
-                "plan": CacheRate(context.plan_hits, context.plan_misses)},
+                "plan": CacheRate(context.plans.hits, context.plans.misses)},
         status=status, message=message, notes=notes,
         seconds=round(time.perf_counter() - started, 3), search_report=_report(algorithm))

@@ -22,6 +22,7 @@ from search.repair import Repairer
 from search.splitter import RandomSplitter, Splitter
 from simulator.cost import CostCache, plan_totals
 from simulator.errors import InputError
+from simulator.memo import Memo
 from simulator.partition import violations
 from simulator.plan import PartitionPlan
 from simulator.scheme import FUSED_SCHEMES, Scheme
@@ -140,7 +141,7 @@ class SearchContext:
         cache: Group costs (memoised F_beta, F_D, cycles).
         encoding: Edge-cut encoding with the unfusable ops excluded.
         repairer: Applies the splitter to groups that do not fit (memoised).
-        plan_hits, plan_misses: Plan-memo lookups.
+        plans: The plan scores, memoised per plan (its misses: the distinct plans).
     """
 
     def __init__(self, problem: SearchProblem, rng: np.random.Generator,
@@ -151,9 +152,7 @@ class SearchContext:
         self.encoding = EdgeEncoding.of(problem.graph, self.unfusable)
         self.repairer = Repairer(problem.graph, self.cache, problem.splitter,
                                  int(rng.integers(2**63)))
-        self._scores: dict[PartitionPlan, PlanScore] = {}
-        self.plan_hits = 0
-        self.plan_misses = 0
+        self.plans: Memo[PartitionPlan, PlanScore] = Memo()
 
     @property
     def fuseable(self) -> frozenset[int]:
@@ -162,7 +161,7 @@ class SearchContext:
 
     def seen(self, plan: PartitionPlan) -> bool:
         """True if the plan was evaluated before in this run."""
-        return plan in self._scores
+        return plan in self.plans
 
     def random_cuts(self, rng: np.random.Generator | None = None) -> np.ndarray:
         """A random cut vector: each edge cut with one probability drawn uniformly per plan,
@@ -177,14 +176,7 @@ class SearchContext:
 
     def score(self, plan: PartitionPlan) -> PlanScore:
         """The plan's figures (memoised per plan)."""
-        found = self._scores.get(plan)
-        if found is not None:
-            self.plan_hits += 1
-            return found
-        self.plan_misses += 1
-        found = self._score(plan)
-        self._scores[plan] = found
-        return found
+        return self.plans.get(plan, self._score)
 
     def _score(self, plan: PartitionPlan) -> PlanScore:
         groups = [g.ops for g in plan.groups]

@@ -26,6 +26,7 @@ import numpy as np
 
 from search.splitter import Splitter
 from simulator.cost import CostCache
+from simulator.memo import Memo
 from simulator.partition import Group, components, is_acyclic, make_acyclic
 from simulator.plan import PartitionPlan, plan_of
 from simulator.workload.graph import ComputeGraph
@@ -65,12 +66,20 @@ class Repairer:
         (`search.problem.SearchProblem`), not again here.
         """
         self.graph, self.cache, self.splitter, self.key = graph, cache, splitter, int(key)
-        self._memo: dict[Group, tuple[Group, ...]] = {}
-        self._baseline_memo: dict[Group, tuple[Group, ...]] = {}
+        self._memo: Memo[Group, tuple[Group, ...]] = Memo()
+        self._baseline_memo: Memo[Group, tuple[Group, ...]] = Memo()
         self.baseline: Splitter | None = getattr(splitter, "baseline", None)
-        self.hits = 0
-        self.misses = 0
         self.diversified = 0
+
+    @property
+    def hits(self) -> int:
+        """Split requests answered from the memos."""
+        return self._memo.hits + self._baseline_memo.hits
+
+    @property
+    def misses(self) -> int:
+        """Split requests that ran a splitter."""
+        return self._memo.misses + self._baseline_memo.misses
 
     @property
     def hit_rate(self) -> float:
@@ -89,16 +98,13 @@ class Repairer:
         use_baseline = baseline and self.baseline is not None
         splitter, memo = ((self.baseline, self._baseline_memo) if use_baseline
                           else (self.splitter, self._memo))
-        found = memo.get(group)
-        if found is not None:
-            self.hits += 1
-            return found
-        self.misses += 1
+        return memo.get(group, lambda g: self._split(splitter, g))
+
+    def _split(self, splitter: Splitter, group: Group) -> tuple[Group, ...]:
         rng = np.random.default_rng([self.key, len(group), *group])
         pieces = tuple(sorted(tuple(sorted(p)) for p in
                               splitter.split(self.graph, group, self.cache, rng)))
         self._check(splitter, group, pieces)
-        memo[group] = pieces
         return pieces
 
     def _check(self, splitter: Splitter, group: Group, pieces: Sequence[Group]) -> None:

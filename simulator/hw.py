@@ -48,7 +48,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from importlib.resources.abc import Traversable
 from pathlib import Path, PurePath
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 import yaml
 from pydantic import BaseModel, ConfigDict, PlainValidator, ValidationError
@@ -78,6 +78,7 @@ _SIZE_PREFIX_POWER = {"k": 1, "m": 2, "g": 3}
 _CLOCK_UNITS = {"": 1.0, "hz": 1.0, "khz": 1e3, "mhz": 1e6, "ghz": 1e9}
 _DTYPE_BYTES = (1, 2, 4, 8)
 _MIN_CLOCK_HZ = 1e3
+_T = TypeVar("_T")
 
 
 class HardwareConfigError(InputError):
@@ -151,17 +152,29 @@ def _clock_number(value: Any) -> float:
     return hz
 
 
-def _clock(value: Any) -> float:
-    """Clock in Hz from a number or a string with an optional Hz/kHz/MHz/GHz unit."""
+def _quantity(value: Any, number: Callable[[Any], _T], text: Callable[[str, str], _T],
+              what: str) -> _T:
+    """`number(value)` for a number, `text(NUMBER, UNIT)` for a string of a number and an
+    optional unit; any other string is "not a `what`"."""
     if not isinstance(value, str):
-        return _clock_number(value)
+        return number(value)
     match = _NUMBER_UNIT.fullmatch(value)
     if match is None:
-        raise ValueError("not a frequency (use e.g. 1e9, '1GHz' or '700MHz')")
-    scale = _CLOCK_UNITS.get(match["unit"].lower())
+        raise ValueError(f"not a {what}")
+    return text(match["num"], match["unit"])
+
+
+def _clock(value: Any) -> float:
+    """Clock in Hz from a number or a string with an optional Hz/kHz/MHz/GHz unit."""
+    return _quantity(value, _clock_number, _clock_text,
+                     "frequency (use e.g. 1e9, '1GHz' or '700MHz')")
+
+
+def _clock_text(num: str, unit: str) -> float:
+    scale = _CLOCK_UNITS.get(unit.lower())
     if scale is None:
-        raise ValueError(f"unknown clock unit {match['unit']!r} (use Hz, kHz, MHz, GHz)")
-    return _clock_number(float(match["num"]) * scale)
+        raise ValueError(f"unknown clock unit {unit!r} (use Hz, kHz, MHz, GHz)")
+    return _clock_number(float(num) * scale)
 
 
 def _size_multiplier(unit: str) -> int:
@@ -177,12 +190,12 @@ def _size_multiplier(unit: str) -> int:
 
 def _size(value: Any) -> int:
     """Bytes from an int, a whole float or a size string; see `parse_size`."""
-    if not isinstance(value, str):
-        return _positive_int(value)
-    match = _NUMBER_UNIT.fullmatch(value)
-    if match is None:
-        raise ValueError("not a size (use e.g. 262144, '256KiB' or '2MiB')")
-    exact = Decimal(match["num"]) * _size_multiplier(match["unit"])
+    return _quantity(value, _positive_int, _size_text,
+                     "size (use e.g. 262144, '256KiB' or '2MiB')")
+
+
+def _size_text(num: str, unit: str) -> int:
+    exact = Decimal(num) * _size_multiplier(unit)
     if exact <= 0:
         raise ValueError("must be positive")
     if exact != exact.to_integral_value():

@@ -80,27 +80,23 @@ MAX_DIM = 2**20
 MAX_BUDGET = 10**8
 """Largest search budget (plans proposed and evaluated); 10^8 plans take days."""
 
-HW_RANGES: dict[str, tuple[float, float]] = {
-    "buffer": (16, 64 * GIB),
-    "dram_bandwidth": (1e-3, 1e6),
-    "buffer_bandwidth": (1e-3, 1e7),
-    "dram_latency": (0, 1e7),
-    "clock": (1e6, 1e11),
-    "macs_per_cycle": (1, 1e9),
-    "energy": (0, 1e6),
+_HW_FIELD_RANGES: dict[str, tuple[tuple[float, float], tuple[float, float]]] = {
+    # field:            (physically meaningful), (numerically safe)
+    "buffer":           ((16, 64 * GIB), (1, 2**50)),
+    "dram_bandwidth":   ((1e-3, 1e6), (1e-9, 1e12)),
+    "buffer_bandwidth": ((1e-3, 1e7), (1e-9, 1e12)),
+    "dram_latency":     ((0, 1e7), (0, 1e12)),
+    "clock":            ((1e6, 1e11), (1e3, 1e13)),
+    "macs_per_cycle":   ((1, 1e9), (1, 1e12)),
+    "energy":           ((0, 1e6), (0, 1e12)),
 }
+
+HW_RANGES: dict[str, tuple[float, float]] = {k: r for k, (r, _) in _HW_FIELD_RANGES.items()}
 """Physically meaningful range of each hardware field (bytes, B/cycle, cycles, Hz, MACs/cycle,
 pJ per byte or per MAC), inclusive."""
 
-HW_HARD_RANGES: dict[str, tuple[float, float]] = {
-    "buffer": (1, 2**50),
-    "dram_bandwidth": (1e-9, 1e12),
-    "buffer_bandwidth": (1e-9, 1e12),
-    "dram_latency": (0, 1e12),
-    "clock": (1e3, 1e13),
-    "macs_per_cycle": (1, 1e12),
-    "energy": (0, 1e12),
-}
+HW_HARD_RANGES: dict[str, tuple[float, float]] = {k: r for k, (_, r) in
+                                                  _HW_FIELD_RANGES.items()}
 """Ranges that hold even with ``--allow-extreme-hw``: beyond them the cost arithmetic
 overflows (a 1e-320 B/cycle bandwidth) or a run never ends."""
 

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from simulator.cost import brr, lbdf, lbl
 from simulator.cost.traffic import compulsory_bytes
 from simulator.cost.types import GroupCost, GroupCostFn
+from simulator.memo import Memo
 from simulator.partition import Group, violations
 from simulator.plan import PartitionPlan
 from simulator.scheme import Scheme
@@ -56,23 +57,17 @@ class CostCache:
         """Bind a (graph, hardware, dataflow); raises `InputError` for an unknown scheme."""
         self.graph, self.hw, self.scheme = graph, hw, Scheme.parse(scheme)
         self._fn = COST_MODELS[self.scheme]
-        self._costs: dict[Group, GroupCost] = {}
-        self.hits = 0
-        self.misses = 0
+        self._costs: Memo[Group, GroupCost] = Memo()
 
     def group(self, ops: Iterable[int]) -> GroupCost:
         """Cost of running `ops` as one group (computed once per distinct op set)."""
         return self._lookup(tuple(sorted(ops)))
 
     def _lookup(self, key: Group) -> GroupCost:
-        cost = self._costs.get(key)
-        if cost is not None:
-            self.hits += 1
-            return cost
-        self.misses += 1
-        cost = self._fn(self.graph, key, self.hw)
-        self._costs[key] = cost
-        return cost
+        return self._costs.get(key, self._compute)
+
+    def _compute(self, key: Group) -> GroupCost:
+        return self._fn(self.graph, key, self.hw)
 
     def run(self, ops: Iterable[int]) -> GroupCost:
         """How `ops` runs as a group of a plan: an unfusable op alone runs layer by layer (its
@@ -90,10 +85,19 @@ class CostCache:
         return self._shared.references
 
     @property
+    def hits(self) -> int:
+        """Lookups answered from the cache."""
+        return self._costs.hits
+
+    @property
+    def misses(self) -> int:
+        """Lookups that costed a group and added it to the cache."""
+        return self._costs.misses
+
+    @property
     def hit_rate(self) -> float:
         """Fraction of lookups answered from the cache."""
-        total = self.hits + self.misses
-        return self.hits / total if total else 0.0
+        return self._costs.hit_rate
 
     @property
     def unfusable(self) -> tuple[int, ...]:

@@ -8,7 +8,7 @@ keep insertion order) and numbers the ops so that every edge goes from a lower t
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 import networkx as nx
@@ -18,6 +18,7 @@ from simulator.workload.graph import (
     GraphError,
     MappingType,
     Op,
+    OpFields,
     OpKind,
     Shape,
     default_mapping,
@@ -29,23 +30,20 @@ __all__ = ["GraphBuilder", "OpSpec"]
 
 
 @dataclass(frozen=True, slots=True)
-class OpSpec:
-    """An op before numbering: like `Op`, with inputs named instead of numbered."""
+class OpSpec(OpFields):
+    """An op before numbering: like `Op`, with inputs named instead of numbered and no input
+    shapes yet; `mapping` None (keyword-only) means the default of its kind and shapes."""
 
     name: str
     kind: OpKind
     op_type: str
     inputs: tuple[str, ...]
     output_shape: Shape
-    kernel: tuple[int, int] = (1, 1)
-    stride: tuple[int, int] = (1, 1)
-    padding: tuple[int, int, int, int] = (0, 0, 0, 0)
-    dilation: tuple[int, int] = (1, 1)
-    groups: int = 1
-    weight_elems: int = 0
-    macs: int = 0
-    mapping: MappingType | None = None
-    attrs: tuple[tuple[str, Any], ...] = ()
+    mapping: MappingType | None = field(default=None, kw_only=True)
+
+
+_SHARED = fields(OpFields)
+"""The fields an `OpSpec` hands to its `Op` as they are."""
 
 
 class GraphBuilder:
@@ -132,8 +130,7 @@ class GraphBuilder:
         return Op(
             id=i, name=s.name, kind=s.kind, op_type=s.op_type,
             inputs=tuple(ref[n] for n in s.inputs), input_shapes=input_shapes,
-            output_shape=s.output_shape, kernel=s.kernel, stride=s.stride, padding=s.padding,
-            dilation=s.dilation, groups=s.groups, weight_elems=s.weight_elems, macs=s.macs,
+            output_shape=s.output_shape,
             mapping=s.mapping or default_mapping(s.kind, input_shapes, s.output_shape),
-            attrs=s.attrs,
+            **{f.name: getattr(s, f.name) for f in _SHARED},
         )

@@ -29,6 +29,7 @@ __all__ = [
     "GraphError",
     "MappingType",
     "Op",
+    "OpFields",
     "OpKind",
     "Shape",
     "default_mapping",
@@ -127,9 +128,33 @@ def network_input_index(ref: int) -> int:
     return -ref - 1
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OpFields:
+    """The fields every op has, whether its inputs are numbered (`Op`) or still named
+    (`simulator.workload.builder.OpSpec`): keyword-only, with their defaults.
+
+    Attributes:
+        kernel, stride, dilation: (height, width) window parameters; (1, 1) when not windowed.
+        padding: (top, left, bottom, right).
+        groups: Convolution groups (1 otherwise).
+        weight_elems: Parameter elements after BatchNorm folding (weights plus bias).
+        macs: Multiply-accumulates of one inference.
+        attrs: Extra attributes as sorted (key, value) pairs (e.g. resize mode, ceil_mode).
+    """
+
+    kernel: tuple[int, int] = (1, 1)
+    stride: tuple[int, int] = (1, 1)
+    padding: tuple[int, int, int, int] = (0, 0, 0, 0)
+    dilation: tuple[int, int] = (1, 1)
+    groups: int = 1
+    weight_elems: int = 0
+    macs: int = 0
+    attrs: tuple[tuple[str, Any], ...] = ()
+
+
 @dataclass(frozen=True, slots=True)
-class Op:
-    """One operation of a `ComputeGraph`.
+class Op(OpFields):
+    """One operation of a `ComputeGraph` (the fields of `OpFields` too).
 
     Attributes:
         id: Position in the graph's topological numbering.
@@ -139,13 +164,7 @@ class Op:
         inputs: Producer op ids, or `input_ref(k)` for network input k, in argument order.
         input_shapes: Shape of each input, aligned with `inputs`.
         output_shape: Shape of the single output tensor.
-        kernel, stride, dilation: (height, width) window parameters; (1, 1) when not windowed.
-        padding: (top, left, bottom, right).
-        groups: Convolution groups (1 otherwise).
-        weight_elems: Parameter elements after BatchNorm folding (weights plus bias).
-        macs: Multiply-accumulates of one inference.
-        mapping: DNNFusion mapping type.
-        attrs: Extra attributes as sorted (key, value) pairs (e.g. resize mode, ceil_mode).
+        mapping: DNNFusion mapping type (keyword-only).
     """
 
     id: int
@@ -155,15 +174,7 @@ class Op:
     inputs: tuple[int, ...]
     input_shapes: tuple[Shape, ...]
     output_shape: Shape
-    kernel: tuple[int, int] = (1, 1)
-    stride: tuple[int, int] = (1, 1)
-    padding: tuple[int, int, int, int] = (0, 0, 0, 0)
-    dilation: tuple[int, int] = (1, 1)
-    groups: int = 1
-    weight_elems: int = 0
-    macs: int = 0
-    mapping: MappingType = MappingType.ONE_TO_ONE
-    attrs: tuple[tuple[str, Any], ...] = ()
+    mapping: MappingType = field(default=MappingType.ONE_TO_ONE, kw_only=True)
 
     @property
     def output_elems(self) -> int:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import pickle
 import random
 
 import networkx as nx
@@ -15,6 +16,7 @@ from simulator.workload.graph import (
     ComputeGraph,
     GraphError,
     MappingType,
+    OpFields,
     OpKind,
     input_ref,
 )
@@ -165,3 +167,19 @@ def test_any_declaration_order_yields_topological_numbering(dag):
     sub = g.subgraph(nodes)
     assert len(sub) == len(nodes)
     assert all(i < j for i, j in sub.edges())
+
+
+def test_the_builder_hands_every_shared_field_to_the_op_and_ops_pickle():
+    given_fields = {"kernel": (3, 1), "stride": (2, 1), "padding": (1, 0, 1, 0),
+                    "dilation": (1, 2), "groups": 2, "weight_elems": 20, "macs": 640,
+                    "attrs": (("mode", "x"),)}
+    assert set(given_fields) == {f.name for f in dataclasses.fields(OpFields)}
+    b = GraphBuilder("fields")
+    b.add_input("x", SHAPE)
+    b.add_op("conv", OpKind.CONV, "conv", ["x"], (1, 4, 4, 8), attrs={"mode": "x"},
+             mapping=MappingType.MANY_TO_MANY,
+             **{k: v for k, v in given_fields.items() if k != "attrs"})
+    op = b.build(["conv"])[0]
+    assert {k: getattr(op, k) for k in given_fields} == given_fields
+    assert op.mapping is MappingType.MANY_TO_MANY and op.input_shapes == (SHAPE,)
+    assert pickle.loads(pickle.dumps(op)) == op
