@@ -69,7 +69,8 @@ def instance(graph, scheme: str, buffer: str, time_limit: float | None,
 
 def markdown(rows: list[dict]) -> str:
     """The rows as docs/exact.md's table: per network and scheme, one cell per buffer, "time /
-    sets costed of candidates / segment DP's gap" (a dagger marks a capped instance)."""
+    sets costed of candidates / states / segment DP's gap" (a dagger marks a capped
+    instance)."""
     buffers = list(dict.fromkeys(r["buffer"] for r in rows))
     lines = ["| network | scheme | " + " | ".join(buffers) + " |",
              "|---|---|" + "---|" * len(buffers)]
@@ -78,7 +79,7 @@ def markdown(rows: list[dict]) -> str:
         mark = "" if r["optimal"] else "†"
         cells.setdefault((r["model"], r["scheme"]), {})[r["buffer"]] = (
             f"{r['seconds']:.2f} s{mark} / {r['costed']:,} of {r['candidates']:,} / "
-            f"{r['dp_gap']:+.1%}")
+            f"{r['states']:,} / {r['dp_gap']:+.1%}")
     for (model, scheme), row in cells.items():
         lines.append(f"| {model} | {scheme} | "
                      + " | ".join(row.get(b, "") for b in buffers) + " |")

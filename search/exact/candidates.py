@@ -26,7 +26,7 @@ a reason to stop growing; only these rules are:
   (`squeeze_pairs`), so F_beta(S) >= weights(S) + max over such pairs in S of (x + g's row);
   the bound only grows with the set. A set over the buffer by this bound is pruned with its
   supersets;
-* BRR: weights may be streamed, so no cheap bound on F_beta is known; BRR-incompatibility
+* BRR: weights may be streamed, so no cheap bound on F_beta grows with the set; BRR-incompatibility
   (`simulator.cost.brr.incompatibility`: a single-row tensor computed from a whole map broadcast
   onto a map) persists in every superset (the broadcasting op, its input and the whole-map
   dependence stay, and more in-group edges only spread the dependence), so an incompatible set
@@ -38,8 +38,12 @@ a reason to stop growing; only these rules are:
 `simulator.cost.traffic.compulsory_bytes` computes, here from bitmasks: entering tensors once,
 leaving tensors once, weights once; a test holds the two equal) bounds F_D from below (LBDF's
 F_D equals it; BRR adds halo re-reads and weight streaming), and the analytic cycles of that
-traffic with the ops' MACs bound the cycles from below (BRR recomputes halos, never less). The
-solver checks both against every set it costs.
+traffic with the ops' MACs bound the cycles from below (BRR recomputes halos, never less).
+Under BRR each set also gets `lb_fit`, a bound of its F_D *if it runs*: a set whose weights and
+least live activations cannot stay resident streams its weights, and the per-op fit floors
+(`simulator.cost.brr.fit_floors`) say at least how many tiles re-read them (docs/exact.md, "The
+BRR fit bound"); `fit_bound` gives the solver a tighter per-set bound, or rules a set out. The
+solver checks them all against every set it costs.
 
 A cap (`max_sets`, `time_limit`) stops the growth early; singletons are always enumerated
 first, so a plan exists, and the solver's answer is then optimal among the sets found
@@ -54,14 +58,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from simulator.cost import CostCache
-from simulator.cost.brr import incompatibility
+from simulator.cost.brr import dram_lower_bound, fit_floors, incompatibility
 from simulator.cost.rows import height, row_deps
 from simulator.cost.types import timing
 from simulator.scheme import Scheme
 from simulator.workload.graph import ComputeGraph, OpKind
 
 __all__ = ["Candidate", "CandidateSpace", "SqueezePair", "bits", "costed_candidates",
-           "enumerate_space", "evaluate_set", "lbdf_buffer_bound", "squeeze_pairs"]
+           "enumerate_space", "evaluate_set", "fit_bound", "lbdf_buffer_bound", "squeeze_pairs"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,8 +98,11 @@ class CandidateSpace:
     Attributes:
         masks: Bitmasks of the sets: singletons first (op order), then in discovery order.
         pred_masks: External producers of each set.
-        lb_dram: Lower bound of each set's F_D (bytes).
+        lb_dram: Lower bound of each set's F_D (bytes): its compulsory traffic.
         lb_cycles: Lower bound of each set's cycles.
+        lb_fit: Lower bound of each set's F_D *if it runs* (bytes, at least `lb_dram`): under
+            BRR, the weight re-reads the per-op fit floors force (`simulator.cost.brr.
+            fit_floors`: docs/exact.md, "The BRR fit bound"); elsewhere `lb_dram`.
         complete: True when no cap stopped the growth (only the rigorous pruning rules of the
             module docs left sets out).
         cap_reason: Which cap stopped it ("" when complete).
@@ -107,6 +114,7 @@ class CandidateSpace:
     pred_masks: tuple[int, ...]
     lb_dram: tuple[int, ...]
     lb_cycles: tuple[int, ...]
+    lb_fit: tuple[int, ...]
     complete: bool
     cap_reason: str
     pruned: int
@@ -193,8 +201,16 @@ def bits(mask: int) -> tuple[int, ...]:
     return tuple(out)
 
 
-def evaluate_set(cache: CostCache, space: CandidateSpace, k: int) -> Candidate | None:
+def evaluate_set(cache: CostCache, space: CandidateSpace, k: int,
+                 fit_bound: int | None = None) -> Candidate | None:
     """Cost set `k` of `space`: the candidate if it runs, else None.
+
+    Args:
+        cache: Group costs.
+        space: The sets.
+        k: Index of the set in `space`.
+        fit_bound: `fit_bound(cache, space, k)` when it was computed: the F_D of a set that
+            runs is checked against it (and against ``space.lb_fit[k]``) too.
 
     Raises:
         RuntimeError: the cost model undercuts the set's lower bound (a broken contract
@@ -208,8 +224,24 @@ def evaluate_set(cache: CostCache, space: CandidateSpace, k: int) -> Candidate |
                            f"{cost.timing.cycles} < {space.lb_cycles[k]}")
     if not cost.fits:
         return None
+    floor = max(space.lb_fit[k], fit_bound or 0)
+    if cost.dram_bytes < floor:
+        raise RuntimeError(f"cost of group {ops} below its fit bound: DRAM "
+                           f"{cost.dram_bytes} < {floor}")
     return Candidate(ops, space.masks[k], space.pred_masks[k], int(cost.dram_bytes),
                      int(cost.buffer_bytes), int(cost.timing.cycles), not cost.runs_alone)
+
+
+def fit_bound(cache: CostCache, space: CandidateSpace, k: int) -> int | None:
+    """A lower bound of set `k`'s F_D *if it runs*, at least ``space.lb_fit[k]``; None when it
+    provably cannot run. Under BRR `simulator.cost.brr.dram_lower_bound` (the set's own tile
+    floors, about a fifth of a costing; docs/exact.md, "The BRR fit bound"); elsewhere (and
+    for singletons, which may run alone) ``space.lb_fit[k]``."""
+    mask = space.masks[k]
+    if cache.scheme is not Scheme.BRR or mask.bit_count() == 1:
+        return space.lb_fit[k]
+    bound = dram_lower_bound(cache.graph, bits(mask), cache.hw)
+    return None if bound is None else max(bound, space.lb_fit[k])
 
 
 def costed_candidates(cache: CostCache, space: CandidateSpace) -> tuple[Candidate, ...]:
@@ -276,10 +308,11 @@ def enumerate_space(graph: ComputeGraph, cache: CostCache, *, max_sets: int | No
     return _Growth(graph, cache, max_sets, time_limit).run()
 
 
-_Entry = tuple[int, int, int, int, int, int, int, int, int]
+_Entry = tuple[int, int, int, int, int, int, int, int, int, int, int]
 """A grown set: mask, descendants, ancestors, neighbours, producers (all reflexive unions over
-its ops), ops whose tensor leaves it, network inputs read (bit k: input k), weight elements and
-MACs. Everything but the leaving ops is a union or a sum, so growth updates it incrementally."""
+its ops), ops whose tensor leaves it, network inputs read (bit k: input k), weight elements,
+MACs, and the largest BRR fit floors of its ops (tiles, resident elements). Everything but the
+leaving ops is a union, a sum or a maximum, so growth updates it incrementally."""
 
 
 class _Growth:
@@ -304,9 +337,12 @@ class _Growth:
                               and any(height(s) > 1 for s in op.input_shapes))
         self.masks: list[int] = []
         self.preds: list[int] = []
-        self.lb: list[tuple[int, int]] = []
+        self.lb: list[tuple[int, int, int]] = []  # (lb_dram, lb_cycles, lb_fit) per set
         self.pairs = squeeze_pairs(graph) if self.scheme is Scheme.LBDF else ()
         self.pair_g = sum(1 << p.g for p in self.pairs)
+        floors = fit_floors(graph, self.hw) if self.scheme is Scheme.BRR else None
+        self.floor_tiles = list(floors.tiles) if floors else [1] * len(graph)
+        self.floor_res = list(floors.resident_elems) if floors else [0] * len(graph)
         self.seen: set[int] = set()
         self.pruned = 0
         self.start = time.perf_counter()
@@ -315,7 +351,7 @@ class _Growth:
         c, op = self.closure, self.graph[o]
         leaving = 1 << o if self.is_output[o] or c.succ[o] else 0
         return (1 << o, c.desc[o], c.anc[o], c.nbr[o], c.pred[o], leaving, self.netin[o],
-                op.weight_elems, op.macs)
+                op.weight_elems, op.macs, self.floor_tiles[o], self.floor_res[o])
 
     def run(self) -> CandidateSpace:
         n = len(self.graph)
@@ -327,8 +363,9 @@ class _Growth:
                       if self.scheme.searchable and not self.unfusable_mask >> o & 1)
         reason = self._grow(queue)
         return CandidateSpace(tuple(self.masks), tuple(self.preds),
-                              tuple(d for d, _ in self.lb), tuple(y for _, y in self.lb),
-                              not reason, reason, self.pruned, time.perf_counter() - self.start)
+                              tuple(d for d, _, _ in self.lb), tuple(y for _, y, _ in self.lb),
+                              tuple(f for _, _, f in self.lb), not reason, reason, self.pruned,
+                              time.perf_counter() - self.start)
 
     def _grow(self, queue: deque[_Entry]) -> str:
         """Breadth-first growth by one neighbour and the convex closure."""
@@ -337,7 +374,8 @@ class _Growth:
             cap = self._cap()
             if cap:
                 return cap
-            mask, desc, anc, nbr, pred, leaving, netin, weights, macs = queue.popleft()
+            mask, desc, anc, nbr, pred, leaving, netin, weights, macs, tiles, res = \
+                queue.popleft()
             for v in bits(nbr & ~mask & ~self.unfusable_mask):
                 d2, a2 = desc | c.desc[v], anc | c.anc[v]
                 grown = d2 & a2  # the closure's own closure masks are d2 and a2
@@ -353,23 +391,30 @@ class _Growth:
                            if self.is_output[o] or c.succ[o] & ~grown)
                 entry = (grown, d2, a2, nbr | _union(c.nbr, added), pred | _union(c.pred, added),
                          left, netin | _union(self.netin, added), w2,
-                         macs + sum(self.macs[o] for o in added))
+                         macs + sum(self.macs[o] for o in added),
+                         max(tiles, *(self.floor_tiles[o] for o in added)),
+                         max(res, *(self.floor_res[o] for o in added)))
                 self._record(entry)
                 queue.append(entry)
         return ""
 
     def _record(self, e: _Entry) -> None:
-        mask, _, _, _, pred, leaving, netin, weights, macs = e
+        mask, _, _, _, pred, leaving, netin, weights, macs, tiles, res = e
         self.masks.append(mask)
         self.preds.append(pred & ~mask)
         if mask & self.unfusable_mask:
-            self.lb.append((0, 0))  # runs layer by layer, tiled: no bound is claimed
+            self.lb.append((0, 0, 0))  # runs layer by layer, tiled: no bound is claimed
             return
         elems = (sum(self.out_elems[p] for p in bits(pred & ~mask))
                  + sum(self.netin_elems[k] for k in bits(netin))
                  + sum(self.out_elems[o] for o in bits(leaving)) + weights)
-        dram = elems * self.hw.dtype_bytes
-        self.lb.append((dram, timing(dram, 0, macs, self.hw).cycles))
+        d = self.hw.dtype_bytes
+        dram = elems * d
+        fit = dram
+        if mask & (mask - 1) and (weights + res) * d > self.hw.buffer_bytes:
+            # weights streamed, re-read by every extra tile (tiles 0: no group of an op fits)
+            fit += weights * max(tiles - 1, 0) * d
+        self.lb.append((dram, timing(dram, 0, macs, self.hw).cycles, fit))
 
     def _cap(self) -> str:
         if self.max_sets is not None and len(self.masks) >= self.max_sets:

@@ -18,9 +18,11 @@ is consistent. Only when a lower-bound entry reaches the front of the queue is i
 through the `CostCache` (dropped if it does not fit, else re-queued at its true cost); a state
 is settled when a costed entry reaches it. Every arc of a cheaper path would have been popped
 first, so the first settled full state is optimal, as with costing every set first, at a
-fraction of the group evaluations. Keys are (DRAM, cycles) tuples (lower bounds hold for both
-components, so the lexicographic order is respected), ties broken by push order: least DRAM,
-then least cycles, then deterministically.
+fraction of the group evaluations. Under BRR the costing is deferred further behind the fit
+bounds (`_LazyAStar`; `search.exact.candidates.fit_bound`) without changing the order in which
+sets are costed and states settled, so the plan is the same, ties included. Keys are (DRAM,
+cycles) tuples (lower bounds hold for both components, so the lexicographic order is
+respected), ties broken by push order: least DRAM, then least cycles, then deterministically.
 
 Caps: with `max_costed` or a time limit reached, sets not yet costed count as not running; the
 plan is then optimal among the sets costed, and the key where the cap first dropped a set is a
@@ -52,6 +54,7 @@ from search.exact.candidates import (
     costed_candidates,
     enumerate_space,
     evaluate_set,
+    fit_bound,
 )
 from simulator.cost import CostCache
 from simulator.plan import FusionGroup, PartitionPlan
@@ -202,8 +205,24 @@ def _heuristic(succ: dict[int, list[int]], space: CandidateSpace) -> dict[int, t
 _MISSING = object()
 
 
+_LAZY, _PENDING, _COSTED = 0, 1, 2  # stages of a queue entry
+
+
 class _LazyAStar:
-    """A* over the down-sets; each set is costed only when its lower-bound key is popped."""
+    """A* over the down-sets; a set is costed only when an entry keyed by a bound of its cost
+    reaches the front of the queue.
+
+    Entries are ``(DRAM key, cycles key, seq, state, set, stage)``. The order in which sets
+    are costed and states settled is that of the plain lazy A* (every set costed the first
+    time an entry at its compulsory bound pops, then re-queued at its cost with a new seq);
+    the fit bounds only defer that work: when the compulsory entry pops, the set is *touched*
+    and re-queued, with the seq its costed entry would get, at its fit bound (`_PENDING`, key
+    <= the cost's key); only when that entry pops is the set bounded (`fit_bound`: re-queued
+    higher with the same seq, or ruled out) and then costed and re-queued at its cost, still
+    with the same seq. A pending entry never pops later than its costed entry would, so the
+    costed entries and the settled states come in the plain A*'s order, ties included; sets
+    whose pending entries never reach the front are never costed.
+    """
 
     def __init__(self, graph: ComputeGraph, cache: CostCache, space: CandidateSpace,
                  max_states: int | None, budget: _Budget) -> None:
@@ -213,52 +232,85 @@ class _LazyAStar:
         self.full = (1 << arcs.n) - 1
         self.succ = _successors(arcs, space, max_states)
         self.h = _heuristic(self.succ, space)
-        singletons = (k for k in range(len(space)) if space.masks[k].bit_count() == 1)
+        singletons = [k for k in range(len(space)) if space.masks[k].bit_count() == 1]
         self.known: dict[int, Candidate | None] = {
             k: evaluate_set(cache, space, k) for k in singletons}  # a plan exists under caps
+        self.costed = len(singletons)
+        self.touched: set[int] = set()  # sets whose compulsory entry popped
+        self.fit: dict[int, int | None] = {}  # best set bound computed (None: cannot run)
         self.g: dict[int, tuple[int, int]] = {0: (0, 0)}
         self.back: dict[int, Candidate] = {}
-        self.heap: list[tuple[int, int, int, int, int, bool]] = []
+        self.heap: list[tuple[int, int, int, int, int, int]] = []
         self.seq = 0
         self.bound: int | None = None  # least key dropped by a cap: a bound on the optimum
 
-    def _push(self, placed: int, k: int) -> None:
-        nxt = placed | self.space.masks[k]
-        if nxt in self.back:
+    def _key(self, placed: int, k: int, dram: int, cycles: int) -> tuple[int, int]:
+        g, h = self.g[placed], self.h[placed | self.space.masks[k]]
+        return g[0] + dram + h[0], g[1] + cycles + h[1]
+
+    def _push(self, placed: int, k: int, seq: int | None = None) -> None:
+        """Queue arc (placed, k) at the best key known for it; `seq` keeps a deferred entry's
+        place among equal keys (a new one is drawn when None)."""
+        if placed | self.space.masks[k] in self.back:
             return
         c = self.known.get(k, _MISSING)
         if c is None:
             return
-        g, h = self.g[placed], self.h[nxt]
-        if c is _MISSING:
-            d, y, lazy = self.space.lb_dram[k], self.space.lb_cycles[k], True
+        if c is not _MISSING:
+            key, stage = self._key(placed, k, c.dram_bytes, c.cycles), _COSTED
         else:
-            d, y, lazy = c.dram_bytes, c.cycles, False
-        self.seq += 1
-        heapq.heappush(self.heap, (g[0] + d + h[0], g[1] + y + h[1], self.seq, placed, k, lazy))
+            dram = self.fit.get(k, self.space.lb_fit[k]) if k in self.touched \
+                else self.space.lb_dram[k]
+            stage = _PENDING if k in self.touched else _LAZY
+            key = self._key(placed, k, dram, self.space.lb_cycles[k])
+        if seq is None:
+            self.seq += 1
+            seq = self.seq
+        heapq.heappush(self.heap, (*key, seq, placed, k, stage))
+
+    def _settle(self, placed: int, k: int) -> None:
+        c = self.known[k]
+        assert c is not None
+        g = self.g[placed]
+        nxt = placed | c.mask
+        self.g[nxt], self.back[nxt] = (g[0] + c.dram_bytes, g[1] + c.cycles), c
+        for k2 in self.succ[nxt]:
+            self._push(nxt, k2)
+
+    def _resolve(self, key: int, seq: int, placed: int, k: int) -> None:
+        """A pending entry popped: bound the set more tightly (re-queue higher, or rule it
+        out), else cost it; re-queue at the cost with the same seq when it runs."""
+        if k not in self.known:
+            if self.budget.exhausted(self.costed):
+                self.bound = key if self.bound is None else self.bound
+                return
+            if k not in self.fit:
+                self.fit[k] = fit_bound(self.cache, self.space, k)
+            fit = self.fit[k]
+            if fit is None:
+                self.known[k] = None  # the set cannot run: costing it would say so
+                return
+            if self._key(placed, k, fit, 0)[0] > key:
+                self._push(placed, k, seq)
+                return
+            self.known[k] = evaluate_set(self.cache, self.space, k, fit)
+            self.costed += 1
+        self._push(placed, k, seq)
 
     def run(self) -> tuple[list[Candidate], int]:
         for k in self.succ[0]:
             self._push(0, k)
         while self.heap and self.full not in self.back:
-            key, _, _, placed, k, lazy = heapq.heappop(self.heap)
-            nxt = placed | self.space.masks[k]
-            if nxt in self.back:
+            key, _, seq, placed, k, stage = heapq.heappop(self.heap)
+            if placed | self.space.masks[k] in self.back:
                 continue
-            if lazy:
-                if k not in self.known:
-                    if self.budget.exhausted(len(self.known)):
-                        self.bound = key if self.bound is None else self.bound
-                        continue
-                    self.known[k] = evaluate_set(self.cache, self.space, k)
+            if stage == _COSTED:
+                self._settle(placed, k)
+            elif stage == _PENDING:
+                self._resolve(key, seq, placed, k)
+            else:  # the plain A* would cost the set here and re-queue it at its cost
+                self.touched.add(k)
                 self._push(placed, k)
-                continue
-            c = self.known[k]
-            assert c is not None
-            g = self.g[placed]
-            self.g[nxt], self.back[nxt] = (g[0] + c.dram_bytes, g[1] + c.cycles), c
-            for k2 in self.succ[nxt]:
-                self._push(nxt, k2)
         return _path(self.back, self.full), len(self.back) + 1
 
 
@@ -292,7 +344,7 @@ def solve(graph: ComputeGraph, cache: CostCache, space: CandidateSpace, *,
     budget = _Budget(max_costed, None if time_limit is None else t + time_limit)
     search = _LazyAStar(graph, cache, space, max_states, budget)
     path, states = search.run()
-    costed = len(search.known)
+    costed = search.costed
     bound = search.bound
     if budget.reason:
         budget.reason = (f"{budget.reason}: optimal among the {costed:,} sets costed; the "

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property, lru_cache
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -37,8 +38,8 @@ from simulator.workload.graph import ComputeGraph, OpKind
 if TYPE_CHECKING:
     from simulator.hw import HardwareConfig
 
-__all__ = ["TileCost", "TileRegions", "chosen_tiling", "group_cost", "incompatibility",
-           "tile_cost", "tile_regions"]
+__all__ = ["FitFloors", "TileCost", "TileRegions", "chosen_tiling", "dram_lower_bound",
+           "fit_floors", "group_cost", "incompatibility", "tile_cost", "tile_regions"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,6 +146,184 @@ def _best_tiling(graph: ComputeGraph, ops: tuple[int, ...], hw: HardwareConfig) 
     if feasible:
         return min(feasible, key=lambda t: (_dram(t), t.buffer_elems))
     return min(found, key=lambda t: t.buffer_elems)
+
+
+def dram_lower_bound(graph: ComputeGraph, ops: Sequence[int], hw: HardwareConfig) -> int | None:
+    """A lower bound of the group's F_D if it fits the buffer; None if it cannot fit.
+
+    Far cheaper than `group_cost` (no tile regions: one pass over the group's ops, vectorised
+    over every tile count). Proof (docs/exact.md, "The BRR fit bound"): for T tiles every tile
+    holds at least ``floor(H/T)`` rows of each leaving tensor of height H (its band), and an op
+    whose tile needs r rows makes the tile need at least ``min_a(hi[a+r-1] - lo[a] + 1)`` rows
+    of each input (a global pooling with a network output downstream, `_useful`:
+    ``floor(h/T)`` of its input); these per-tile row counts L_T bound the live elements at each
+    op position in *every* tile, hence the requirement of each weight mode at T, and the DRAM
+    reads (each entering tensor at least ``max(T * L_T, H)`` rows, streamed weights T times).
+    The chosen configuration fits, so its (T, mode) is one whose bounded requirement fits, and
+    its F_D is at least the least bounded F_D over those; when none fits, neither does the
+    group.
+    """
+    ops = tuple(sorted(ops))
+    if incompatibility(graph, ops):
+        return None
+    limit = hw.buffer_bytes // hw.dtype_bytes
+    layout = _Layout(graph, ops, row_deps(graph))
+    tiles = np.arange(1, int(layout.heights.max()) + 1, dtype=np.int64)
+    least = _least_rows(graph, layout, tiles)
+    live = _live(layout, least)  # (positions, tile counts)
+    m = len(layout.entering)
+    act = (np.maximum(tiles * least[:m], layout.heights[:m, None])
+           * layout.row_elems[:m, None]).sum(axis=0)
+    writes = sum(h * int(layout.row_elems[k]) for k, h in layout.leaving)
+    weights = layout.weight_sum
+    fits_resident = live.max(axis=0) + weights <= limit
+    fits_streamed = (live + layout.weights[:, None]).max(axis=0) <= limit
+    dram = np.concatenate([(act + weights)[fits_resident],
+                           (act + weights * tiles)[fits_streamed]])
+    return None if not len(dram) else (int(dram.min()) + writes) * hw.dtype_bytes
+
+
+@dataclass(frozen=True)
+class FitFloors:
+    """Per-op floors of every BRR group holding the op, on one graph and buffer.
+
+    Attributes:
+        tiles: Per op, the fewest tiles with which such a group can fit with streamed weights
+            (0: with none, so no group holding the op fits).
+        resident_elems: Per op, the fewest activation elements live at its position in a tile
+            at any tile count (what resident weights share the buffer with, at least).
+    """
+
+    tiles: tuple[int, ...]
+    resident_elems: tuple[int, ...]
+
+
+def fit_floors(graph: ComputeGraph, hw: HardwareConfig) -> FitFloors:
+    """The `FitFloors` of `graph` on `hw` (docs/exact.md, "The BRR fit bound").
+
+    Proof sketch: in every BRR group S holding op o and for every tile count T, each tile
+    needs at least m_T(o) rows of o's tensor and ``win(m_T(o))`` of each of o's inputs
+    (`_op_activations`), and all of them are live at o's position; streamed, o's weights are
+    on chip then too. So a fitting streamed configuration has T >= tiles[o] for every o of S,
+    and a fitting resident one weights(S) + resident_elems[o] <= buffer.
+    """
+    act = _op_activations(graph)  # (ops, tile counts 1..): non-increasing along a row
+    limit = hw.buffer_bytes // hw.dtype_bytes
+    weights = np.array([op.weight_elems for op in graph], dtype=np.int64)
+    fits = act + weights[:, None] <= limit
+    tiles = np.where(fits.any(axis=1), fits.argmax(axis=1) + 1, 0)
+    return FitFloors(tuple(int(t) for t in tiles), tuple(int(x) for x in act[:, -1]))
+
+
+@lru_cache(maxsize=8)
+def _op_activations(graph: ComputeGraph) -> np.ndarray:
+    """a[o, T-1] = a_T(o): the fewest activation elements every tile of T tiles holds at o's
+    position, in any group holding o (T = 1 .. the tallest tensor of the graph): m_T(o) rows
+    of o's tensor plus win(m_T(o)) rows of each distinct input (a useful global pooling:
+    floor(h/T) of its input), where m_T(o) (`_least_rows_any`) bounds the rows of o any tile
+    needs in any group. Non-increasing in T."""
+    deps = row_deps(graph)
+    least = _least_rows_any(graph)
+    tiles = np.arange(1, least.shape[1] + 1, dtype=np.int64)
+    act = least * np.array([deps.row_elems_of[op.id] for op in graph], dtype=np.int64)[:, None]
+    for op in graph:
+        rows: dict[int, np.ndarray] = {}
+        for slot, ref in enumerate(op.inputs):
+            if op.kind is OpKind.GLOBAL_POOL:
+                need = deps.height_of[ref] // tiles * (op.id in _useful(graph))
+            else:
+                need = _least_window(graph, op.id, slot)[least[op.id]]
+            rows[ref] = np.maximum(rows[ref], need) if ref in rows else need
+        for ref, need in rows.items():
+            act[op.id] += need * deps.row_elems_of[ref]
+    return act
+
+
+@lru_cache(maxsize=8)
+def _least_rows_any(graph: ComputeGraph) -> np.ndarray:
+    """m[o, T-1] <= the rows of o's tensor that every tile of T tiles needs, in every BRR group
+    holding o: ``floor(H/T)`` where o's tensor leaves the group, which it always does for a
+    network output; else some reader c of it is in the group, needing m_T(c) rows at least,
+    so ``min over readers c of win_c(m_T(c))`` (0 for an op nobody reads)."""
+    deps = row_deps(graph)
+    tallest = max([*deps.height_of.values(), 1])
+    tiles = np.arange(1, tallest + 1, dtype=np.int64)
+    least = np.zeros((len(graph), tallest), dtype=np.int64)
+    for op in reversed(list(graph)):
+        own = deps.height_of[op.id] // tiles
+        readers = list(graph.successors(op.id))
+        if op.id in graph.output_set or not readers:
+            least[op.id] = own if op.id in graph.output_set else 0
+            continue
+        row = own
+        for c in readers:
+            row = np.minimum(row, _read_by(graph, c, op.id, least[c], tiles))
+        least[op.id] = row
+    return least
+
+
+def _read_by(graph: ComputeGraph, c: int, ref: int, rows: np.ndarray,
+             tiles: np.ndarray) -> np.ndarray:
+    """The fewest rows of tensor `ref` a tile needing `rows` rows of op `c` reads from it."""
+    if graph[c].kind is OpKind.GLOBAL_POOL:
+        return row_deps(graph).height_of[ref] // tiles * (c in _useful(graph))
+    return np.max([_least_window(graph, c, slot)[rows]
+                   for slot, r in enumerate(graph[c].inputs) if r == ref], axis=0)
+
+
+def _least_rows(graph: ComputeGraph, layout: _Layout, tiles: np.ndarray) -> np.ndarray:
+    """Rows of every tensor (rows) that every tile of T tiles needs at least (columns: T in
+    `tiles`): the leaving bands' least height, propagated to the inputs by `_least_window`."""
+    least = np.zeros((len(layout.refs), len(tiles)), dtype=np.int64)
+    for k, h in layout.leaving:
+        least[k] = h // tiles
+    index = layout.index
+    for o in reversed(layout.refs[len(layout.entering):]):
+        k, op = index[o], graph[o]
+        if op.kind is OpKind.GLOBAL_POOL:
+            r = index[op.inputs[0]]
+            h = int(layout.heights[r])
+            np.maximum(least[r], h // tiles * (o in _useful(graph)), out=least[r])
+            continue
+        for slot, ref in enumerate(op.inputs):
+            r = index[ref]
+            np.maximum(least[r], _least_window(graph, o, slot)[least[k]], out=least[r])
+    return least
+
+
+@lru_cache(maxsize=8)
+def _useful(graph: ComputeGraph) -> frozenset[int]:
+    """Ops from which a network output is reachable (themselves included). In a BRR group such
+    an op is needed by some tile: its tensor leaves (the last band is not empty) or a useful
+    reader in the group needs it, and every output row reads at least one row of each input
+    (lo <= hi); so a useful global pooling makes every tile read its band of the input."""
+    useful: set[int] = set()
+    for op in reversed(list(graph)):
+        if op.id in graph.output_set or any(c in useful for c in graph.successors(op.id)):
+            useful.add(op.id)
+    return frozenset(useful)
+
+
+@lru_cache(maxsize=8)
+def _window_tables(graph: ComputeGraph) -> dict[tuple[int, int], np.ndarray]:
+    """The `_least_window` tables of `graph` computed so far, by (op, input slot)."""
+    return {}
+
+
+def _least_window(graph: ComputeGraph, o: int, slot: int) -> np.ndarray:
+    """w[r] = the fewest rows of input `slot` that r consecutive output rows of op `o` read
+    (w[0] = 0): ``min over a of hi[a+r-1] - lo[a] + 1``, non-decreasing in r."""
+    tables = _window_tables(graph)
+    w = tables.get((o, slot))
+    if w is None:
+        deps = row_deps(graph)
+        lo, hi = deps.lo[o][slot], deps.hi[o][slot]
+        h = len(lo)
+        w = np.zeros(h + 1, dtype=np.int64)
+        for r in range(1, h + 1):
+            w[r] = max(0, int((hi[r - 1:] - lo[:h - r + 1]).min()) + 1)
+        tables[(o, slot)] = w
+    return w
 
 
 def _dram(t: TileCost) -> int:
@@ -257,31 +436,41 @@ class _Layout:
     heights and row sizes, the propagation steps, the tensors' lifetimes and the weights."""
 
     def __init__(self, graph: ComputeGraph, ops: tuple[int, ...], deps: RowDeps) -> None:
+        self.graph, self.ops, self.deps = graph, ops, deps
         self.entering = graph.inputs_of(ops)
         self.refs = (*self.entering, *ops)
         self.index = {ref: k for k, ref in enumerate(self.refs)}
         self.heights = np.array([deps.height_of[r] for r in self.refs], dtype=np.int64)
         self.row_elems = np.array([deps.row_elems_of[r] for r in self.refs], dtype=np.int64)
         self.leaving = tuple((self.index[o], deps.height_of[o]) for o in graph.outputs_of(ops))
-        # propagation, last op first: (row of o, pooled input row and height or None, slots)
-        self.steps = []
-        for o in reversed(ops):
-            if graph[o].kind is OpKind.GLOBAL_POOL:
-                ref = graph[o].inputs[0]
-                pooled = (self.index[ref], deps.height_of[ref])
-                self.steps.append((self.index[o], pooled, ()))
-                continue
-            slots = tuple((self.index[ref], lo, hi) for ref, lo, hi in zip(
-                graph[o].inputs, deps.lo_pad[o], deps.hi_pad[o], strict=True))
-            self.steps.append((self.index[o], None, slots))
         self.spans = _lifetimes(graph, ops, self.refs)
         self.born = np.array([b for b, _ in self.spans], dtype=np.int64)
         self.dies = np.array([d for _, d in self.spans], dtype=np.int64)
         self.positions = len(ops)
-        self.macs = tuple((self.index[o], graph[o].macs, deps.height_of[o]) for o in ops
-                          if graph[o].macs)
         self.weights = np.array([graph[o].weight_elems for o in ops], dtype=np.int64)
         self.weight_sum = int(self.weights.sum())
+
+    @cached_property
+    def steps(self) -> list[tuple[int, tuple[int, int] | None, tuple]]:
+        """Propagation, last op first: (row of o, pooled input row and height or None, slots).
+        Only the tile regions need it (not `dram_lower_bound`), so it is built on demand."""
+        graph, deps, steps = self.graph, self.deps, []
+        for o in reversed(self.ops):
+            if graph[o].kind is OpKind.GLOBAL_POOL:
+                ref = graph[o].inputs[0]
+                pooled = (self.index[ref], deps.height_of[ref])
+                steps.append((self.index[o], pooled, ()))
+                continue
+            slots = tuple((self.index[ref], lo, hi) for ref, lo, hi in zip(
+                graph[o].inputs, deps.lo_pad[o], deps.hi_pad[o], strict=True))
+            steps.append((self.index[o], None, slots))
+        return steps
+
+    @cached_property
+    def macs(self) -> tuple[tuple[int, int, int], ...]:
+        """(row of o, o's MACs, o's height) of every op with MACs."""
+        return tuple((self.index[o], self.graph[o].macs, self.deps.height_of[o])
+                     for o in self.ops if self.graph[o].macs)
 
 
 def _lifetimes(graph: ComputeGraph, ops: tuple[int, ...],

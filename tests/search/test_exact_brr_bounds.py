@@ -1,0 +1,154 @@
+"""The BRR fit bounds of the exact solver never exceed what the BRR cost model computes.
+
+docs/exact.md, "The BRR fit bound": per-tile row floors (`_least_rows_any` for any group
+holding an op, `_least_rows` for one group), the live activation floors at an op's position
+(`_op_activations`), the per-op fit floors (`fit_floors`, used by the enumeration for
+`CandidateSpace.lb_fit`) and the per-set bound (`dram_lower_bound`, used by the solver before
+costing a set). Each lemma is checked against the cost model's own tile regions on random
+convex groups of zoo networks, and each bound against the cost model's F_D at several buffers.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from search.exact import enumerate_space, optimum
+from search.exact.candidates import bits, costed_candidates, fit_bound
+from search.exact.solver import _shortest
+from simulator.cost import CostCache
+from simulator.cost.brr import (
+    _Layout,
+    _least_rows,
+    _least_rows_any,
+    _op_activations,
+    dram_lower_bound,
+    fit_floors,
+    group_cost,
+    incompatibility,
+    tile_regions,
+)
+from simulator.cost.rows import row_deps
+from simulator.cost.traffic import compulsory_bytes
+from simulator.hw import load_hw
+from simulator.workload.loader import load_zoo
+from tests.search.test_exact import _grown_convex
+
+_ZOO = ("resnet50", "mobilenet_v2", "squeezenet1_0", "efficientnet_b0",
+        "deeplabv3_mobilenet_v3_large", "vgg16")
+_BUFFERS = ("64KiB", "256KiB", "1MiB", "2MiB")
+
+
+def _group(model: str, at: int, steps: list[int]) -> tuple:
+    graph = load_zoo(model)
+    return graph, _grown_convex(graph, at % len(graph), steps)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(model=st.sampled_from(_ZOO), at=st.integers(0, 10_000),
+       steps=st.lists(st.integers(0, 50), min_size=0, max_size=30), t=st.integers(1, 300))
+def test_row_and_live_floors_hold_in_every_tile(model, at, steps, t):
+    """At T tiles, every tile of the cost model's regions needs at least the floor rows of
+    every tensor (per group and for any group), and holds at least the floor of live
+    activations at every op's position."""
+    graph, ops = _group(model, at, steps)
+    if incompatibility(graph, ops):
+        return
+    layout = _Layout(graph, ops, row_deps(graph))
+    tiles = min(t, int(layout.heights.max()))
+    regions = tile_regions(graph, ops, tiles)
+    least = _least_rows(graph, layout, np.array([tiles]))[:, 0]
+    for k, ref in enumerate(layout.refs):
+        assert (regions.rows(ref) >= least[k]).all(), (ref, tiles)
+    anyg, act = _least_rows_any(graph)[:, tiles - 1], _op_activations(graph)[:, tiles - 1]
+    live = regions.live_elems()
+    for pos, o in enumerate(ops):
+        assert least[layout.index[o]] >= anyg[o]
+        assert (live[pos] >= act[o]).all(), (o, tiles)
+
+
+def _floor_bound(graph, ops, hw) -> int:
+    """`CandidateSpace.lb_fit` of a multi-op set, from the fit floors (docs/exact.md)."""
+    floors = fit_floors(graph, hw)
+    weights = sum(graph[o].weight_elems for o in ops)
+    comp = compulsory_bytes(graph, ops, hw.dtype_bytes)
+    if weights + max(floors.resident_elems[o] for o in ops) > hw.buffer_bytes // hw.dtype_bytes:
+        return comp + weights * (max(floors.tiles[o] for o in ops) - 1) * hw.dtype_bytes
+    return comp
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(model=st.sampled_from(_ZOO), buffer=st.sampled_from(_BUFFERS),
+       at=st.integers(0, 10_000), steps=st.lists(st.integers(0, 50), min_size=1, max_size=40))
+def test_fit_bounds_never_exceed_f_d(model, buffer, at, steps):
+    """On random convex groups: a group that fits has F_D >= both bounds and, streamed, at
+    least the floor tile count; a group the set bound rules out does not fit."""
+    graph, ops = _group(model, at, steps)
+    hw = load_hw("edge-npu", {"buffer": buffer})
+    cost = group_cost(graph, ops, hw)
+    bound = dram_lower_bound(graph, ops, hw)
+    floors = fit_floors(graph, hw)
+    if bound is None or any(floors.tiles[o] == 0 for o in ops):
+        assert not cost.fits
+        return
+    if not cost.fits:
+        return
+    assert bound <= cost.dram_bytes
+    assert _floor_bound(graph, ops, hw) <= cost.dram_bytes
+    if cost.weights_streamed:
+        assert cost.tiles >= max(floors.tiles[o] for o in ops)
+    else:
+        weights = sum(graph[o].weight_elems for o in ops)
+        assert (weights + max(floors.resident_elems[o] for o in ops)) * hw.dtype_bytes \
+            <= hw.buffer_bytes
+
+
+@pytest.mark.parametrize(("model", "buffer"), [("resnet18", "64KiB"), ("resnet18", "512KiB"),
+                                               ("squeezenet1_1", "64KiB")])
+def test_every_set_of_a_space_within_its_bounds(model, buffer):
+    """Every candidate set of whole zoo instances: lb_fit and the set bound never exceed the
+    F_D of a set that runs, and a set ruled out does not run."""
+    graph = load_zoo(model)
+    cache = CostCache(graph, load_hw("edge-npu", {"buffer": buffer}), "brr")
+    space = enumerate_space(graph, cache)
+    for k, mask in enumerate(space.masks):
+        cost = cache.run(bits(mask))
+        bound = fit_bound(cache, space, k)
+        assert space.lb_dram[k] <= space.lb_fit[k]
+        if bound is None:
+            assert not cost.fits
+        elif cost.fits:
+            assert space.lb_fit[k] <= bound <= cost.dram_bytes
+
+
+def test_bounds_are_not_vacuous():
+    """On ResNet-50 at 1 MiB the floors raise lb_fit above the compulsory traffic, the set
+    bound raises some sets further, and rules some out, among sets that look cheap by their
+    compulsory traffic."""
+    graph = load_zoo("resnet50")
+    cache = CostCache(graph, load_hw("edge-npu", {"buffer": "1MiB"}), "brr")
+    space = enumerate_space(graph, cache)
+    raised = [k for k in range(len(space)) if space.lb_fit[k] > space.lb_dram[k]]
+    assert len(raised) > len(space) // 2
+    sample = [k for k in range(len(space)) if space.masks[k].bit_count() > 1][::25]
+    bounds = [fit_bound(cache, space, k) for k in sample]
+    assert any(b is not None and b > space.lb_fit[k] for k, b in zip(sample, bounds,
+                                                                     strict=True))
+    fits = [cache.run(bits(space.masks[k])).fits for k in sample]
+    assert any(b is None for b in bounds) or not all(fits)
+
+
+@pytest.mark.parametrize(("model", "buffer"), [("resnet18", "64KiB"), ("resnet18", "256KiB"),
+                                               ("mobilenet_v3_small", "128KiB")])
+def test_lazy_optimum_equals_eager_dp(model, buffer):
+    """The A* with the fit bounds returns the optimum of the DP over every costed set."""
+    graph = load_zoo(model)
+    hw = load_hw("edge-npu", {"buffer": buffer})
+    lazy = optimum(graph, CostCache(graph, hw, "brr"))
+    cache = CostCache(graph, hw, "brr")
+    path = _shortest(graph, costed_candidates(cache, enumerate_space(graph, cache)))
+    assert lazy.optimal
+    assert lazy.dram_bytes == sum(c.dram_bytes for c in path)
+    assert lazy.cycles == sum(c.cycles for c in path)
