@@ -9,7 +9,8 @@ capped (not proven) is marked with a dagger: its gap is then to the best of the 
 
 Usage:
     fusion-dse sweep experiments/specs/exact_gaps.yaml --store gaps.sqlite
-    python benchmarks/exact_gaps.py gaps.sqlite [--markdown OUT.md]
+    python benchmarks/exact_gaps.py gaps.sqlite [--seeds 0] [--optima brr.json lbdf.json]
+                                    [--markdown OUT.md]
 """
 
 from __future__ import annotations
@@ -25,23 +26,45 @@ from fusion_dse.sweep import load_sweep
 SEARCH_LABEL = {"ls": "LS", "nsga2": "NSGA-II", "rs": "RS", "auto": "auto"}
 
 
-def gap_rows(store: str | Path) -> pd.DataFrame:
-    """One row per stored heuristic point: its gap, the segment DP's and the optimum's
-    status (fuseable-op DRAM)."""
+def proven_optima(paths: list[str]) -> dict[tuple[str, str, int], int]:
+    """Whole-network optimum DRAM by (model, scheme, buffer bytes) from JSON files of
+    `benchmarks/exact_solver.py --json` (proven instances only)."""
+    from simulator.hw import parse_size
+
+    optima = {}
+    for path in paths:
+        for row in json.loads(Path(path).read_text()):
+            if row["optimal"]:
+                optima[row["model"], row["scheme"], parse_size(row["buffer"])] = row["dram"]
+    return optima
+
+
+def gap_rows(store: str | Path, seeds: set[int] | None = None,
+             optima: dict[tuple[str, str, int], int] | None = None) -> pd.DataFrame:
+    """One row per stored heuristic point (of `seeds`, default all): its gap, the segment DP's
+    and the optimum's status (fuseable-op DRAM). A point whose stored optimum was capped takes
+    the proven one from `optima` (whole-network bytes) when it has it: the part outside the
+    fuseable ops is the same in every plan, so the fuseable optimum is that minus it."""
     frame = load_sweep(store, blobs=True)
     frame = frame[(frame["status"] == "done") & frame["search"].notna()]
+    if seeds is not None:
+        frame = frame[frame["seed"].isin(seeds)]
     rows = []
     for point in frame.itertuples():
         summary = json.loads(point.summary) if isinstance(point.summary, str) else point.summary
         opt = summary["optimum"]
         if "dram_bytes_fuseable" not in opt:
             continue  # not computed
-        best = opt["dram_bytes_fuseable"]
+        best, proven = opt["dram_bytes_fuseable"], bool(opt["optimal"])
+        fixed = point.dram_bytes - point.dram_bytes_fuseable  # outside the fuseable ops
+        key = (point.model, point.scheme, int(point.buffer_bytes))
+        if not proven and optima and key in optima:
+            best, proven = optima[key] - fixed, True
         sdp = summary["baselines"]["segment_dp"]["dram_bytes_fuseable"]
         rows.append({"model": point.model, "scheme": point.scheme, "buffer": point.buffer_bytes,
                      "search": point.search, "seed": point.seed,
                      "gap": point.dram_bytes_fuseable / best - 1, "sdp_gap": sdp / best - 1,
-                     "optimum_mb": best / 1e6, "optimal": bool(opt["optimal"])})
+                     "optimum_mb": best / 1e6, "optimal": proven})
     return pd.DataFrame(rows)
 
 
@@ -106,9 +129,14 @@ def _worst(g: pd.DataFrame) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("store", help="sweep store (.sqlite)")
+    parser.add_argument("--seeds", metavar="S,S", help="only these seeds (default: all stored)")
+    parser.add_argument("--optima", metavar="JSON", nargs="*", default=[],
+                        help="benchmarks/exact_solver.py --json files: proven optima for the "
+                             "cells whose stored optimum was capped")
     parser.add_argument("--markdown", metavar="OUT.md", help="also write the tables here")
     args = parser.parse_args()
-    rows = gap_rows(args.store)
+    seeds = {int(s) for s in args.seeds.split(",")} if args.seeds else None
+    rows = gap_rows(args.store, seeds, proven_optima(args.optima))
     if rows.empty:
         raise SystemExit(f"{args.store}: no heuristic point with an optimum")
     text = markdown(rows)
