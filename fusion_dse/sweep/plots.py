@@ -114,6 +114,7 @@ def tradeoff_figure(frame: pd.DataFrame) -> tuple[Figure, dict[str, pd.DataFrame
                 label="compulsory lower bound")
         ax.set_xscale("log", base=2)
         ax.xaxis.set_major_formatter(FuncFormatter(_kib))
+        ax.tick_params(axis="x", labelrotation=45, labelsize=8)  # 8 sizes side by side
         ax.set_title(model, fontsize=10)
         ax.set_xlabel("buffer size")
         ax.set_ylabel("DRAM access (MB)")
