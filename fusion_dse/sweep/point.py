@@ -53,11 +53,13 @@ def _plain(value: Any) -> Any:
 
 
 def _without_timing(value: Any) -> Any:
-    """`value` without wall-clock fields at any depth (``seconds``, ``*_seconds``), so that a
-    point's stored summary is the same whatever the worker and its load."""
+    """`value` without wall-clock fields at any depth (``seconds``, ``*_seconds``) and without
+    ``reused`` (whether this worker had already proven the optimum: it depends on which points
+    the worker ran before), so that a point's stored summary is the same whatever the worker,
+    its load and the order."""
     if isinstance(value, dict):
         return {k: _without_timing(v) for k, v in value.items()
-                if k != "seconds" and not str(k).endswith("_seconds")}
+                if k not in ("seconds", "reused") and not str(k).endswith("_seconds")}
     if isinstance(value, list):
         return [_without_timing(v) for v in value]
     return value
