@@ -410,10 +410,11 @@ def dram_markdown(table: pd.DataFrame, setup: Setup, rows: pd.DataFrame) -> str:
     body = []
     for _, r in table.iterrows():
         capped = r.get("optimum_status") == "capped"
+        gap = r.get("gap_to_optimum")
         cells = [*_label(r), _range_cell(r, "dram_mb"),
                  "" if pd.isna(r.get("seeds")) else str(int(r["seeds"])),
                  _num(r.get("paper_dram")), _num(r.get("optimum_mb")) + ("†" if capped else ""),
-                 "—" if pd.isna(r.get("gap_to_optimum")) else f"{r['gap_to_optimum']:+.1%}"]
+                 "—" if pd.isna(gap) else f"{round(gap, 6) + 0.0:+.1%}"]  # + 0.0: no "-0.0%"
         if mbu:
             cells += [_num(r.get("mbu_kib")), _num(r.get("paper_mbu"))]
         vs = ("—" if pd.isna(r.get("better")) else
