@@ -22,6 +22,7 @@ from pathlib import Path
 import pandas as pd
 
 from fusion_dse.sweep import load_sweep
+from simulator.hw import format_size, parse_size
 
 SEARCH_LABEL = {"ls": "LS", "nsga2": "NSGA-II", "rs": "RS", "auto": "auto"}
 
@@ -29,7 +30,6 @@ SEARCH_LABEL = {"ls": "LS", "nsga2": "NSGA-II", "rs": "RS", "auto": "auto"}
 def proven_optima(paths: list[str]) -> dict[tuple[str, str, int], int]:
     """Whole-network optimum DRAM by (model, scheme, buffer bytes) from JSON files of
     `benchmarks/exact_solver.py --json` (proven instances only)."""
-    from simulator.hw import parse_size
 
     optima = {}
     for path in paths:
@@ -68,10 +68,6 @@ def gap_rows(store: str | Path, seeds: set[int] | None = None,
     return pd.DataFrame(rows)
 
 
-def _kib(size: int) -> str:
-    return f"{size // 2**20} MiB" if size >= 2**20 else f"{size // 1024} KiB"
-
-
 def markdown(rows: pd.DataFrame) -> str:
     """Per dataflow: networks x buffers, each cell 'optimum MB: search gaps, segment DP'."""
     searches = [s for s in SEARCH_LABEL if s in set(rows["search"])]
@@ -81,7 +77,7 @@ def markdown(rows: pd.DataFrame) -> str:
         head = " / ".join(SEARCH_LABEL[s] for s in searches) + " / segment DP"
         out += [f"### {scheme.upper()}: gap to the optimum, fuseable-op DRAM (cell: optimum "
                 f"MB; {head}: mean % over seeds [worst])", "",
-                "| network | " + " | ".join(_kib(b) for b in buffers) + " |",
+                "| network | " + " | ".join(format_size(b) for b in buffers) + " |",
                 "|---|" + "---|" * len(buffers)]
         for model, net in part.groupby("model", sort=False):
             cells = []
@@ -114,7 +110,7 @@ def markdown(rows: pd.DataFrame) -> str:
         capped = part[~part["optimal"]].drop_duplicates(["model", "buffer"])
         if len(capped):
             out.append("- optimum capped (†, default 15 s cap of the optimum reference): "
-                       + ", ".join(f"{m} {_kib(b)}" for m, b in zip(capped["model"],
+                       + ", ".join(f"{m} {format_size(b)}" for m, b in zip(capped["model"],
                                                                     capped["buffer"],
                                                                     strict=True)))
         out.append("")
@@ -123,7 +119,7 @@ def markdown(rows: pd.DataFrame) -> str:
 
 def _worst(g: pd.DataFrame) -> str:
     w = g.loc[g["gap"].idxmax()]
-    return f"{w['model']} {_kib(w['buffer'])} seed {w['seed']}"
+    return f"{w['model']} {format_size(w['buffer'])} seed {w['seed']}"
 
 
 def main() -> None:

@@ -44,6 +44,7 @@ import pandas as pd
 from fusion_dse import load_sweep
 from fusion_dse.sweep import plots
 from simulator.errors import InputError
+from simulator.hw import format_size
 
 __all__ = ["NAMES", "PAPER_VALUES", "SETUPS", "Setup", "against_random", "budget_markdown",
            "budget_table", "cells", "context", "detect", "dram_markdown", "dram_table", "load",
@@ -353,15 +354,11 @@ def _seeds(values: pd.Series) -> str:
     return ", ".join(map(str, seeds))
 
 
-def _kib(size: float) -> str:
-    return f"{size / 2**20:g} MiB" if size >= 2**20 else f"{size / 1024:g} KiB"
-
-
 def context(rows: pd.DataFrame) -> dict[str, str]:
     """Hardware, buffer(s), budget(s) and seeds of `rows`, as printed in every output."""
     budgets = sorted({int(b) for b in rows["budget"].dropna()})
     return {"hardware": ", ".join(sorted(set(rows["hw_name"].astype(str)))),
-            "buffer": ", ".join(_kib(b) for b in sorted(set(rows["buffer_bytes"]))),
+            "buffer": ", ".join(format_size(b) for b in sorted(set(rows["buffer_bytes"]))),
             "budget": ", ".join(f"{b:,}" for b in budgets) or "none",
             "seeds": _seeds(rows["seed"])}
 
@@ -522,7 +519,7 @@ def _render_buffer_sweep(rows: pd.DataFrame, out: Path) -> list[Path]:
     lines = trade["lines"].merge(trade["references"], on=["model", "buffer_bytes"], how="left")
     compare = plots.compare_data(rows)
     schemes = [c[len("dram_"):] for c in compare.columns if c.startswith("dram_")]
-    body = [[r["model"], _kib(r["buffer_bytes"]), r["best"].upper(),
+    body = [[r["model"], format_size(r["buffer_bytes"]), r["best"].upper(),
              *[_num(r[f"dram_{s}"] / MB) for s in schemes]] for _, r in compare.iterrows()]
     text = (_header("Buffer sweep: DRAM against buffer size per network and dataflow", rows,
                     "Least DRAM access (MB, 10^6 bytes, whole network) per scheme over its "

@@ -62,6 +62,7 @@ __all__ = [
     "HardwareConfig",
     "HardwareConfigError",
     "list_presets",
+    "format_size",
     "load_hw",
     "parse_size",
     "preset_dir",
@@ -254,6 +255,12 @@ def parse_size(value: int | float | str) -> int:
         return _size(value)
     except ValueError as err:
         raise HardwareConfigError(f"size {value!r}: {err}") from err
+
+
+def format_size(size: float) -> str:
+    """A buffer size as people write it, the inverse of `parse_size` for labels:
+    ``65536 -> "64 KiB"``, ``2097152 -> "2 MiB"``, ``1536 -> "1.5 KiB"``."""
+    return f"{size / 2**20:g} MiB" if size >= 2**20 else f"{size / 1024:g} KiB"
 
 
 # --- the value ------------------------------------------------------------------------------

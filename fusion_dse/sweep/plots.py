@@ -19,6 +19,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 
 from simulator.errors import InputError
+from simulator.hw import format_size
 
 __all__ = ["KINDS", "budget_data", "budget_figure", "compare_data", "compare_figure",
            "pareto_data", "pareto_figure", "save_figure", "tradeoff_data", "tradeoff_figure"]
@@ -46,10 +47,6 @@ def _caption(frame: pd.DataFrame) -> str:
               else f"budgets {', '.join(f'{b:,}' for b in budgets)} plans" if budgets
               else "no search")
     return f"hardware {hws}; {budget}" + (f"; {seeds} seed(s)" if seeds else "")
-
-
-def _kib(v: float, _: object = None) -> str:
-    return f"{v / 2**20:g} MiB" if v >= 2**20 else f"{v / 1024:g} KiB"
 
 
 def _panels(n: int, title: str) -> tuple[Figure, list]:
@@ -113,7 +110,7 @@ def tradeoff_figure(frame: pd.DataFrame) -> tuple[Figure, dict[str, pd.DataFrame
         ax.plot(ref["buffer_bytes"], ref["lower_bound"] / _MB, color="black", ls="--", lw=1,
                 label="compulsory lower bound")
         ax.set_xscale("log", base=2)
-        ax.xaxis.set_major_formatter(FuncFormatter(_kib))
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: format_size(v)))
         ax.tick_params(axis="x", labelrotation=45, labelsize=8)  # 8 sizes side by side
         ax.set_title(model, fontsize=10)
         ax.set_xlabel("buffer size")
@@ -160,7 +157,7 @@ def budget_figure(frame: pd.DataFrame) -> tuple[Figure, pd.DataFrame]:
     fig, axes = _panels(len(models), f"Best DRAM vs plans evaluated\n{_caption(frame)}")
     for ax, model in zip(axes, models, strict=True):
         for run, part in data[data["model"] == model].groupby([*_RUN, "buffer_bytes"]):
-            label = f"{run[0].upper()} {run[1]}+{run[2]}, {_kib(run[3])}"
+            label = f"{run[0].upper()} {run[1]}+{run[2]}, {format_size(run[3])}"
             line, = ax.step(part["evaluation"], part["mean"] / _MB, where="post", label=label)
             ax.fill_between(part["evaluation"], part["min"] / _MB, part["max"] / _MB,
                             step="post", color=line.get_color(), alpha=0.2, lw=0)
@@ -206,7 +203,7 @@ def pareto_figure(frame: pd.DataFrame) -> tuple[Figure, pd.DataFrame]:
         for run, front in part.groupby([*_RUN, "buffer_bytes", "seed"]):
             front = front.sort_values("x")
             ax.step(front["x"], front["dram_bytes"] / _MB, where="post", marker="o", ms=3,
-                    label=f"{run[0].upper()} {run[1]}+{run[2]}, {_kib(run[3])}, s{run[4]}")
+                    label=f"{run[0].upper()} {run[1]}+{run[2]}, {format_size(run[3])}, s{run[4]}")
         second = objectives.split(",")[1].strip()
         ax.set_xlabel({"mbu": "largest fused-group buffer (bytes)",
                        "cycles": "cycles"}.get(second, second))
@@ -262,7 +259,7 @@ def compare_figure(frame: pd.DataFrame) -> tuple[Figure, pd.DataFrame]:
                 fontsize=7)
     ax.set_xlim(-0.5, len(buffers) - 0.5)
     ax.set_ylim(len(models) - 0.5, -0.5)
-    ax.set_xticks(range(len(buffers)), [_kib(b) for b in buffers])
+    ax.set_xticks(range(len(buffers)), [format_size(b) for b in buffers])
     ax.set_yticks(range(len(models)), models)
     ax.set_xlabel("buffer size")
     ax.set_title(f"Best dataflow (least DRAM) and its saving\n{_caption(frame)}",

@@ -15,6 +15,7 @@ from simulator.errors import InputError
 from simulator.hw import (
     HardwareConfig,
     HardwareConfigError,
+    format_size,
     list_presets,
     load_hw,
     parse_size,
@@ -295,3 +296,10 @@ def test_the_package_data_declares_the_presets():
     setup = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]
     assert "hwconfigs" in setup["packages"]["find"]["include"]
     assert "*.yaml" in setup["package-data"]["hwconfigs"]
+
+
+@pytest.mark.parametrize(("size", "text"), [(65536, "64 KiB"), (2**21, "2 MiB"),
+                                             (1536, "1.5 KiB"), (3 * 2**19, "1.5 MiB")])
+def test_format_size_labels_sizes_as_parse_size_reads_them(size, text):
+    assert format_size(size) == text
+    assert parse_size(text.replace(" ", "")) == size

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from simulator.memo import Memo
 
 
@@ -31,8 +33,6 @@ def test_a_failed_computation_is_not_remembered():
         raise ValueError("no")
 
     for _ in range(2):
-        try:
+        with pytest.raises(ValueError, match="no"):
             memo.get("a", fail)
-        except ValueError:
-            pass
     assert "a" not in memo and memo.misses == 2 and Memo().hit_rate == 0.0
