@@ -227,15 +227,8 @@ def _op_activations(graph: ComputeGraph) -> np.ndarray:
     tiles = np.arange(1, least.shape[1] + 1, dtype=np.int64)
     act = least * np.array([deps.row_elems_of[op.id] for op in graph], dtype=np.int64)[:, None]
     for op in graph:
-        rows: dict[int, np.ndarray] = {}
-        for slot, ref in enumerate(op.inputs):
-            if op.kind is OpKind.GLOBAL_POOL:
-                need = deps.height_of[ref] // tiles * (op.id in _useful(graph))
-            else:
-                need = _least_window(graph, op.id, slot)[least[op.id]]
-            rows[ref] = np.maximum(rows[ref], need) if ref in rows else need
-        for ref, need in rows.items():
-            act[op.id] += need * deps.row_elems_of[ref]
+        for ref in dict.fromkeys(op.inputs):  # each distinct input once
+            act[op.id] += _read_by(graph, op.id, ref, least[op.id], tiles) * deps.row_elems_of[ref]
     return act
 
 
@@ -267,8 +260,9 @@ def _read_by(graph: ComputeGraph, c: int, ref: int, rows: np.ndarray,
     """The fewest rows of tensor `ref` a tile needing `rows` rows of op `c` reads from it."""
     if graph[c].kind is OpKind.GLOBAL_POOL:
         return row_deps(graph).height_of[ref] // tiles * (c in _useful(graph))
-    return np.max([_least_window(graph, c, slot)[rows]
-                   for slot, r in enumerate(graph[c].inputs) if r == ref], axis=0)
+    reads = [_least_window(graph, c, slot)[rows]
+             for slot, r in enumerate(graph[c].inputs) if r == ref]
+    return reads[0] if len(reads) == 1 else np.max(reads, axis=0)  # one slot: the usual case
 
 
 def _least_rows(graph: ComputeGraph, layout: _Layout, tiles: np.ndarray) -> np.ndarray:
@@ -279,15 +273,9 @@ def _least_rows(graph: ComputeGraph, layout: _Layout, tiles: np.ndarray) -> np.n
         least[k] = h // tiles
     index = layout.index
     for o in reversed(layout.refs[len(layout.entering):]):
-        k, op = index[o], graph[o]
-        if op.kind is OpKind.GLOBAL_POOL:
-            r = index[op.inputs[0]]
-            h = int(layout.heights[r])
-            np.maximum(least[r], h // tiles * (o in _useful(graph)), out=least[r])
-            continue
-        for slot, ref in enumerate(op.inputs):
+        for ref in dict.fromkeys(graph[o].inputs):
             r = index[ref]
-            np.maximum(least[r], _least_window(graph, o, slot)[least[k]], out=least[r])
+            np.maximum(least[r], _read_by(graph, o, ref, least[index[o]], tiles), out=least[r])
     return least
 
 
