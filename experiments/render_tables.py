@@ -130,7 +130,7 @@ def _from_summary(text: str | None) -> dict[str, object]:
 
 
 _CONFIG = ["model", "hw", "scheme", "search", "repair", "objectives", "budget", "seed",
-           "input_shape", "overrides"]
+           "input_shape", "overrides", "graph_stages"]
 
 
 def load(stores: Sequence[str | Path]) -> pd.DataFrame:
@@ -144,7 +144,10 @@ def load(stores: Sequence[str | Path]) -> pd.DataFrame:
     frames = [load_sweep(path, blobs=True) for path in stores]
     frame = pd.concat(frames, ignore_index=True)
     frame = frame[frame["status"] == "done"].sort_values("finished", kind="stable")
-    frame = frame.drop_duplicates(_CONFIG, keep="last").reset_index(drop=True)
+    if "graph_stages" in frame:  # the paper's setups search the graphs as imported
+        frame = frame[frame["graph_stages"].isna() | (frame["graph_stages"] == "none")]
+    frame = frame.drop_duplicates([c for c in _CONFIG if c in frame], keep="last")
+    frame = frame.reset_index(drop=True)
     extra = pd.DataFrame([_from_summary(t) for t in frame["summary"]], index=frame.index,
                          columns=list(_SUMMARY_COLUMNS))
     return pd.concat([frame, extra], axis=1)

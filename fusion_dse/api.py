@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from search.substitution.stages import graph_digest, replay_rewrites
 from simulator.cost import CostCache, PlanCost, evaluate_plan
 from simulator.engine import SimReport
 from simulator.engine import simulate as run_simulation
@@ -124,6 +125,40 @@ def _recorded_hw(name: str | None, fields: Mapping[str, Any] | None,
     return load_hw(name, overrides)
 
 
+def plan_graph(graph: ComputeGraph, doc: Any, where: str) -> tuple[ComputeGraph, int]:
+    """The graph a plan document names ops of, and the rewrites replayed to get it.
+
+    A plan made after graph stages records them under ``graph`` (the rewrites and the digest of
+    the rewritten graph): given the model as loaded, its rewrites are replayed; given the
+    rewritten graph itself (the ``graph.json`` written next to plan.json), nothing is.
+
+    Raises:
+        PlanError: the record is malformed, a rewrite does not apply, or the replayed graph is
+            not the one the plan was made on.
+    """
+    record = doc.get("graph") if isinstance(doc, dict) else None
+    if record is None:
+        return graph, 0
+    rewrites = record.get("rewrites") if isinstance(record, dict) else None
+    digest = record.get("digest") if isinstance(record, dict) else None
+    if not isinstance(rewrites, list) or not isinstance(digest, str):
+        raise PlanError(f"{where}: 'graph' must record 'rewrites' (a list) and 'digest'")
+    if graph_digest(graph) == digest:
+        return graph, 0
+    try:
+        rewritten = replay_rewrites(graph, rewrites)
+    except InputError as err:
+        raise PlanError(f"{where} was made on a rewritten graph and its rewrites do not replay "
+                        f"on {graph.name!r} ({err}); give the graph.json written next to it "
+                        "as the model") from None
+    if graph_digest(rewritten) != digest:
+        raise PlanError(f"{where} was made on a rewritten graph; its {len(rewrites)} rewrites "
+                        f"replayed on {graph.name!r} give another graph (digest "
+                        f"{graph_digest(rewritten)}, the plan's {digest}); give the graph.json "
+                        "written next to it as the model")
+    return rewritten, len(rewrites)
+
+
 def evaluate(model: str | ComputeGraph, hw: str | HardwareConfig | None = None,
              scheme: str | Scheme | None = None,
              plan: str | Path | PartitionPlan | None = None,
@@ -150,6 +185,11 @@ def evaluate(model: str | ComputeGraph, hw: str | HardwareConfig | None = None,
     config, scheme, notes = _with_plan_context(doc, hw, scheme, overrides)
     graph = model if isinstance(model, ComputeGraph) else load(model, input_shape,
                                                                allow_opaque=allow_opaque)
+    if doc is not None:
+        graph, replayed = plan_graph(graph, doc, str(plan))
+        if replayed:
+            notes = (*notes, f"the plan's {replayed} recorded graph rewrite(s) replayed on "
+                             f"{graph.name!r}")
     if plan is None:
         parsed = layer_by_layer(graph)
     elif isinstance(plan, PartitionPlan):

@@ -19,6 +19,7 @@ from fusion_dse import cli_args, reports
 from fusion_dse.cli_args import DEFAULT_OUT_ROOT, EXIT_USAGE, hw_overrides
 from fusion_dse.outputs import atomic_file, check_out_file, plot_formats
 from search.registry import DEFAULT_EXACT_TIME_LIMIT, EXPLAINERS, REPAIRS, SEARCHES
+from search.substitution.stages import DEFAULT_STAGES, SUBSTITUTIONS
 from simulator.errors import InputError
 from simulator.limits import allow_extreme_hw
 from simulator.scheme import FUSED_SCHEMES, Scheme
@@ -105,6 +106,33 @@ def _run_explain(args: argparse.Namespace) -> str:
     return out
 
 
+def _run_rewrite(args: argparse.Namespace) -> str:
+    from fusion_dse.api import resolve_hw
+    from search.substitution.stages import parse_stages, run_stages
+    from simulator.workload.loader import load
+
+    stages = parse_stages(args.stages)
+    check_out_file(args.out, "--out", ("json",))
+    hw = resolve_hw(args.hw, hw_overrides(args))
+    graph = load(args.model, args.input_shape, allow_opaque=args.allow_opaque)
+    staged = run_stages(graph, stages, hw, args.scheme, algorithm=args.substitution,
+                        seed=args.seed, progress=_stderr_line if sys.stderr.isatty() else None)
+    record = staged.to_dict()
+    out = json.dumps(record, indent=2) if args.format == "json" \
+        else reports.rewrite_text(record, hw, args.scheme, args.out)
+    try:
+        with atomic_file(args.out) as tmp:
+            tmp.write_text(staged.graph.to_json(indent=1) + "\n")
+    except OSError as err:
+        print(out)  # the report is not lost
+        raise InputError(f"cannot write {err.filename!r}: {err.strerror}") from err
+    return out
+
+
+def _stderr_line(line: str) -> None:
+    print(f"fusion-dse: {line}", file=sys.stderr)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``fusion-dse`` (declared in ``fusion_dse/cli.toml``)."""
     from fusion_dse import cli_gnn, cli_optimize
@@ -112,7 +140,7 @@ def build_parser() -> argparse.ArgumentParser:
     from fusion_dse.sweep.plots import KINDS
 
     runs = {"models": _run_models, "inspect": _run_inspect, "evaluate": _run_evaluate,
-            "simulate": _run_simulate, "explain": _run_explain,
+            "simulate": _run_simulate, "explain": _run_explain, "rewrite": _run_rewrite,
             **cli_optimize.RUNS, **cli_gnn.RUNS, **sweep_cli.RUNS}
     trainable = EXPLAINERS.by(lambda s: s.trainer is not None)
     values = {
@@ -124,6 +152,7 @@ def build_parser() -> argparse.ArgumentParser:
         "trainable_help": ", ".join(f"{n}: {EXPLAINERS.get(n).help}" for n in trainable),
         "plot_kinds": tuple(KINDS), "out_root": DEFAULT_OUT_ROOT,
         "store_dir": str(sweep_cli.DEFAULT_STORE_DIR),
+        "default_stages": DEFAULT_STAGES, "substitutions": SUBSTITUTIONS,
     }
     return cli_args.build_parser(runs, values)
 

@@ -49,7 +49,8 @@ def run_optimize(args: argparse.Namespace) -> str:
                       progress=not args.quiet and sys.stderr.isatty(),
                       input_shape=args.input_shape, explained_edges=args.explained_edges,
                       keep_baseline=args.keep_baseline, exact_time_limit=args.exact_time_limit,
-                      compute_optimum=args.compute_optimum)
+                      compute_optimum=args.compute_optimum, graph_stages=args.graph_stages,
+                      substitution=args.substitution)
     out = Path(args.out) if args.out else default_out_dir(result.graph.name, args.scheme,
                                                           args.search)
     files = write_outputs(result, out, force=args.force)

@@ -26,6 +26,7 @@ from fusion_dse.outputs import atomic_dir
 from fusion_dse.pipeline import DEFAULT_EXACT_TIME_LIMIT, RunSpec, run_pipeline
 from fusion_dse.plots import budget_figure, pareto_figure
 from search.result import SearchResult
+from search.substitution.stages import DEFAULT_STAGES
 from simulator.errors import InputError
 from simulator.hw import HardwareConfig
 from simulator.scheme import Scheme
@@ -42,7 +43,9 @@ def optimize(model: str | ComputeGraph, hw: str | HardwareConfig = "edge-npu",
              input_shape: str | None = None,
              explained_edges: int | None = None, keep_baseline: bool = True,
              exact_time_limit: float | None = DEFAULT_EXACT_TIME_LIMIT,
-             compute_optimum: bool = True) -> SearchResult:
+             compute_optimum: bool = True,
+             graph_stages: str | Sequence[str] | None = DEFAULT_STAGES,
+             substitution: str = "sampling") -> SearchResult:
     """Find the valid partition plan of `model` with the least DRAM traffic.
 
     Args:
@@ -72,6 +75,12 @@ def optimize(model: str | ComputeGraph, hw: str | HardwareConfig = "edge-npu",
         compute_optimum: Compute the optimum reference every summary carries (False: it is
             "not computed" and the run saves the solver's time; ``exact`` and ``auto`` reuse
             their own solve, at no cost).
+        graph_stages: Graph stages before the search: ``none``, ``all`` or a comma list of
+            ``fuse`` (DNNFusion fusion of One-to-One ops), ``fission`` (operator fission of ops
+            that fit no group) and ``substitute`` (OCGGS substitution search); plans then name
+            ops of the rewritten graph and record its rewrites (docs/graph-stages.md).
+        substitution: The substitute stage's search: ``sampling`` (OCGGS Alg. 3), ``dpp``,
+            ``pruning`` or ``greedy`` (TASO-style baseline).
 
     Returns:
         The search result; ``summary.baselines`` holds the reference baselines and
@@ -82,7 +91,7 @@ def optimize(model: str | ComputeGraph, hw: str | HardwareConfig = "edge-npu",
     """
     spec = RunSpec(model, hw, scheme, search, repair, budget, seed, objectives, overrides,
                    input_shape, explained_edges, keep_baseline, exact_time_limit,
-                   compute_optimum)
+                   compute_optimum, graph_stages, substitution)
     return run_pipeline(spec, progress)
 
 
@@ -101,17 +110,20 @@ def plan_document(result: SearchResult) -> dict[str, Any]:
     doc.update(scheme=result.cost.scheme, hw=result.hw.name,
                buffer_bytes=result.hw.buffer_bytes, totals=result.cost.totals(),
                hardware=result.hw.to_dict())
+    if result.summary.graph_stages:
+        doc["graph"] = result.summary.graph_stages
     return doc
 
 
 OUTPUT_FILES = ("plan.json", "history.csv", "summary.json", "budget.png", "pareto.csv",
-                "pareto.png")
+                "pareto.png", "graph.json")
 """Every file `write_outputs` may write."""
 
 
 def write_outputs(result: SearchResult, out_dir: str | Path,
                   force: bool = False) -> dict[str, Path]:
-    """Write plan.json, history.csv, summary.json, budget.png (+ pareto.csv, pareto.png).
+    """Write plan.json, history.csv, summary.json, budget.png (+ pareto.csv, pareto.png; +
+    graph.json, the rewritten network, when graph stages ran).
 
     The files are written into a temporary folder beside `out_dir`, which then replaces
     `out_dir` whole (`fusion_dse.outputs.atomic_dir`): a failed or interrupted write leaves
@@ -152,6 +164,8 @@ def _write_all(result: SearchResult, out: Path) -> dict[str, Path]:
         files["pareto.csv"] = _write_text(out / "pareto.csv",
                                           result.pareto.to_csv(index=False))
         files["pareto.png"] = _save(pareto_figure(result), out / "pareto.png")
+    if result.summary.graph_stages:
+        files["graph.json"] = _write_text(out / "graph.json", result.graph.to_json(indent=1))
     return files
 
 

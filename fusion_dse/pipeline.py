@@ -3,7 +3,9 @@
 ::
 
     load          model + hardware        -> ComputeGraph, HardwareConfig
-    graph stages  ComputeGraph            -> ComputeGraph       (GRAPH_STAGES, in order)
+    graph stages  ComputeGraph, hw, scheme -> StagedGraph       (named stages: fuse, fission,
+                                             substitute, search.substitution.stages; then
+                                             any GRAPH_STAGES passes, in order)
     problem       graph, hw, scheme, splitter (search.registry.REPAIRS) -> SearchProblem
     search        problem, algorithm from search.registry.SEARCHES       -> SearchResult
     optimum       graph + cache           -> Optimum (search.exact, capped; reused from the
@@ -43,6 +45,7 @@ from search.problem import SearchProblem
 from search.registry import DEFAULT_EXACT_TIME_LIMIT, REPAIRS, SEARCHES
 from search.result import Optimum, SearchResult
 from search.splitter import Splitter
+from search.substitution.stages import DEFAULT_STAGES, StagedGraph, parse_stages, run_stages
 from simulator.cost import CostCache, evaluate_plan
 from simulator.errors import InputError
 from simulator.hw import HardwareConfig
@@ -52,7 +55,7 @@ from simulator.workload.loader import load
 
 __all__ = ["DEFAULT_EXACT_TIME_LIMIT", "GRAPH_STAGES", "GraphStage", "RunSpec",
            "baselines_stage", "graph_stages", "load_stage", "optimum_stage", "problem_stage",
-           "report_stage", "run_pipeline", "search_stage"]
+           "report_stage", "rewrite_stage", "run_pipeline", "search_stage"]
 
 GraphStage = Callable[[ComputeGraph], ComputeGraph]
 """A graph pass: a pure function returning a network that computes the same outputs (graphs
@@ -89,6 +92,10 @@ class RunSpec:
         exact_time_limit: Seconds the exact solver may take (``exact``, ``auto`` and the
             ``optimum`` of every run); None for no cap.
         compute_optimum: Compute the ``optimum`` reference (False: "not computed").
+        graph_stages: Graph stages run before the search (``none``, ``all`` or a comma list
+            of ``fuse``, ``fission``, ``substitute``; `search.substitution.stages`).
+        substitution: The substitute stage's search (``sampling``, ``dpp``, ``pruning``,
+            ``greedy``).
     """
 
     model: str | ComputeGraph
@@ -105,6 +112,8 @@ class RunSpec:
     keep_baseline: bool = True
     exact_time_limit: float | None = DEFAULT_EXACT_TIME_LIMIT
     compute_optimum: bool = True
+    graph_stages: str | Sequence[str] | None = DEFAULT_STAGES
+    substitution: str = "sampling"
 
     def repair_options(self) -> dict[str, Any]:
         """Options for the repair's factory (a repair takes those it declares)."""
@@ -127,6 +136,13 @@ def graph_stages(graph: ComputeGraph,
     for stage in stages:
         graph = stage(graph)
     return graph
+
+
+def rewrite_stage(spec: RunSpec, graph: ComputeGraph, hw: HardwareConfig) -> StagedGraph:
+    """`graph` after the named graph stages of `spec` (none: `graph` itself), rewritten for
+    `hw` and the run's dataflow; the substitution search is seeded with the run's seed."""
+    return run_stages(graph, spec.graph_stages, hw, spec.scheme, algorithm=spec.substitution,
+                      seed=spec.seed)
 
 
 def problem_stage(spec: RunSpec, graph: ComputeGraph, hw: HardwareConfig,
@@ -185,12 +201,14 @@ def optimum_stage(problem: SearchProblem, cache: CostCache, solved: ExactResult 
 
 def report_stage(result: SearchResult, problem: SearchProblem, seed: int,
                  baselines: Mapping[str, Baseline], baseline_seconds: float,
-                 best_known: Optimum | None = None) -> SearchResult:
-    """The result with the run's seed, hardware, baselines, optimum and splitter figures
-    added to its summary."""
+                 best_known: Optimum | None = None,
+                 staged: StagedGraph | None = None) -> SearchResult:
+    """The result with the run's seed, hardware, baselines, optimum, splitter figures and
+    graph stages added to its summary."""
     summary = replace(result.summary, seed=seed, hardware=problem.hw.to_dict(),
                       baselines=baselines, baseline_seconds=baseline_seconds,
-                      splitter=problem.splitter.report(), optimum=best_known)
+                      splitter=problem.splitter.report(), optimum=best_known,
+                      graph_stages=staged.to_dict() if staged and staged.stages else None)
     return replace(result, summary=summary)
 
 
@@ -207,8 +225,10 @@ def run_pipeline(spec: RunSpec, progress: bool | ProgressFn = False,
     time_limit = _check_time_limit(spec.exact_time_limit)
     search = SEARCHES.get(spec.search)
     splitter = REPAIRS.create(spec.repair, **spec.repair_options())
+    parse_stages(spec.graph_stages)
     graph, hw = load_stage(spec)
-    problem = problem_stage(spec, graph_stages(graph, stages), hw, splitter)
+    staged = rewrite_stage(spec, graph, hw)
+    problem = problem_stage(spec, graph_stages(staged.graph, stages), hw, splitter)
     cache = CostCache(problem.graph, hw, problem.scheme)
     algorithm = search.create(time_limit=time_limit)
     result = search_stage(problem, algorithm, termination, seed, cache, progress)
@@ -218,7 +238,7 @@ def run_pipeline(spec: RunSpec, progress: bool | ProgressFn = False,
         best_known = optimum_stage(problem, cache, solved if isinstance(solved, ExactResult)
                                    else None, time_limit)
     baselines, seconds = baselines_stage(problem, cache)
-    return report_stage(result, problem, seed, baselines, seconds, best_known)
+    return report_stage(result, problem, seed, baselines, seconds, best_known, staged)
 
 
 def _check_time_limit(limit: Any) -> float | None:

@@ -64,7 +64,8 @@ def op_table(graph: ComputeGraph) -> pd.DataFrame:
             "id": op.id,
             "name": op.name,
             "kind": op.kind.value,
-            "op_type": op.op_type,
+            "op_type": op.op_type + "".join(f"+{e.split('(')[0]}"
+                                            for e in op.attr("epilogue", ())),
             "inputs": " ".join(str(r) if r >= 0 else f"in{-r - 1}" for r in op.inputs),
             "input_shapes": " ".join("x".join(map(str, s)) for s in op.input_shapes),
             "output_shape": "x".join(map(str, op.output_shape)),
@@ -81,6 +82,28 @@ _WINDOWED = {OpKind.CONV, OpKind.DWCONV, OpKind.POOL, OpKind.GLOBAL_POOL}
 
 def _window(kernel: tuple[int, int], stride: tuple[int, int]) -> str:
     return f"{kernel[0]}x{kernel[1]}/{stride[0]}"
+
+
+def rewrite_text(record: dict[str, Any], hw: Any, scheme: str, out: str) -> str:
+    """The report of `fusion-dse rewrite`: each stage's figures, then the rewrites in order."""
+    lines = [f"{record['source']}: {record['ops_before']} ops -> {record['ops_after']} ops "
+             f"({', '.join(record['stages']) or 'no stages'}; {hw.name}, buffer "
+             f"{_bytes(hw.buffer_bytes)}, {scheme}), written to {out}"]
+    for stage in record["per_stage"]:
+        extra = {k: v for k, v in stage.items()
+                 if k not in ("stage", "rewrites", "ops_before", "ops_after", "seconds")}
+        detail = "".join(f", {k} {v:,}" if isinstance(v, int) and not isinstance(v, bool)
+                         else f", {k} {v}" for k, v in extra.items())
+        lines.append(f"  {stage['stage']:<11} {stage['rewrites']:>4} rewrites, "
+                     f"{stage['ops_before']} -> {stage['ops_after']} ops, "
+                     f"{stage['seconds']:.2f} s{detail}")
+    if record["rewrites"]:
+        lines.append("rewrites:")
+        for k, m in enumerate(record["rewrites"], 1):
+            args = ", ".join(f"{a}={v}" for a, v in m["args"].items())
+            lines.append(f"  {k:>4}. {m['rule']}: {', '.join(m['ops'])}"
+                         + (f" [{args}]" if args else ""))
+    return "\n".join(lines)
 
 
 def evaluation_text(result: Any) -> str:

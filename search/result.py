@@ -161,6 +161,9 @@ class SearchSummary:
         splitter: The splitter's own figures (`Splitter.report`), if it has any.
         optimum: The optimum (`Optimum`), added by the pipeline; with it, ``best`` gains
             ``gap_to_optimum`` (and ``gap_to_optimum_at_most`` when the solve was capped).
+        graph_stages: What the graph stages did (`search.substitution.stages.StagedGraph.
+            to_dict`: stages, ops before and after, per-stage figures, the rewrites), added by
+            the pipeline when a stage ran.
     """
 
     model: str
@@ -189,6 +192,7 @@ class SearchSummary:
     baseline_seconds: float | None = None
     splitter: Mapping[str, Any] | None = None
     optimum: Optimum | None = None
+    graph_stages: Mapping[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The summary.json document: stable keys, in a stable order (docs/search.md)."""
@@ -211,7 +215,8 @@ class SearchSummary:
                  "baselines": None if self.baselines is None else
                  {name: b.to_dict() for name, b in self.baselines.items()},
                  "baseline_seconds": self.baseline_seconds, "splitter": self.splitter,
-                 "optimum": None if self.optimum is None else self.optimum.to_dict()}
+                 "optimum": None if self.optimum is None else self.optimum.to_dict(),
+                 "graph_stages": None if self.graph_stages is None else dict(self.graph_stages)}
         doc.update((k, v) for k, v in extra.items() if v is not None)
         return doc
 

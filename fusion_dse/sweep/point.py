@@ -74,7 +74,8 @@ def _search_row(point: Point) -> dict[str, Any]:
 
     result = optimize(point.model, point.hw, point.scheme, point.search, point.repair,
                       point.budget, point.seed, point.objectives, dict(point.overrides),
-                      progress=False, input_shape=point.input_shape)
+                      progress=False, input_shape=point.input_shape,
+                      graph_stages=point.graph_stages)
     raw = result.summary
     summary = _plain(raw.to_dict() if hasattr(raw, "to_dict") else dict(raw))
     timing = {k: summary.get(k) for k in _TIMING_KEYS}

@@ -50,14 +50,15 @@ __all__ = [
 ]
 
 AXES = ("model", "hw", "scheme", "search", "repair", "objectives", "budget", "seed",
-        "input_shape")
+        "input_shape", "graph_stages")
 """The run axes (anything else is a hardware field, see `hardware_axes`)."""
 
 _ALIASES = {"models": "model", "schemes": "scheme", "searches": "search", "repairs": "repair",
-            "seeds": "seed", "budgets": "budget", "buffers": "buffer", "hws": "hw"}
+            "seeds": "seed", "budgets": "budget", "buffers": "buffer", "hws": "hw",
+            "stages": "graph_stages"}
 _DEFAULTS: dict[str, Any] = {"hw": "edge-npu", "scheme": "lbdf", "search": "auto",
                              "repair": "random", "objectives": "dram", "budget": 2000,
-                             "seed": 0, "input_shape": None}
+                             "seed": 0, "input_shape": None, "graph_stages": "none"}
 _INT_AXES = {"budget", "seed", "dtype_bytes", "dram_latency", "macs_per_cycle"}
 _SIZE_AXES = {"buffer", "buffer_bytes"}
 _RANGE = re.compile(r"^(?P<lo>[^.]+?)\s*\.\.\s*(?P<hi>[^:]+?)\s*(?::\s*(?P<step>x?[\d.eE+]+))?$")
@@ -84,7 +85,10 @@ class Point:
     """One run of a sweep: a model on a hardware configuration under one search setting.
 
     ``overrides`` are the hardware axes as sorted (key, value) pairs. Points of a scheme with
-    nothing to search (lbl) carry None for search, repair, objectives, budget and seed.
+    nothing to search (lbl) carry None for search, repair, objectives, budget and seed, and no
+    graph stages. ``graph_stages`` is a stage list as `search.substitution.stages.parse_stages`
+    reads it (``fuse+fission`` is one value of the axis); ``none`` is left out of `to_dict`,
+    so the keys of points stored before the axis existed are unchanged.
     """
 
     model: str
@@ -97,18 +101,23 @@ class Point:
     seed: int | None
     input_shape: str | None = None
     overrides: tuple[tuple[str, Any], ...] = ()
+    graph_stages: str = "none"
 
     def to_dict(self) -> dict[str, Any]:
-        """The point as a JSON-ready dict (overrides as a mapping)."""
+        """The point as a JSON-ready dict (overrides as a mapping; ``graph_stages`` only when
+        some stage runs)."""
         doc = dataclasses.asdict(self)
         doc["overrides"] = dict(self.overrides)
+        if self.graph_stages == "none":
+            del doc["graph_stages"]
         return doc
 
     def label(self) -> str:
         """A short human-readable name."""
         hw = ",".join(f"{k}={v}" for k, v in self.overrides)
         run = f"{self.search}+{self.repair} s{self.seed}" if self.search else ""
-        return f"{self.model} {self.hw}[{hw}] {self.scheme} {run}".strip()
+        stages = f" stages={self.graph_stages}" if self.graph_stages != "none" else ""
+        return f"{self.model} {self.hw}[{hw}] {self.scheme} {run}{stages}".strip()
 
 
 # --- axis values ----------------------------------------------------------------------------
@@ -179,7 +188,7 @@ def parse_axis(axis: str, value: Any) -> list[Any]:
         if not part:
             continue
         m = _RANGE.match(part)
-        if m and axis not in ("model", "hw", "input_shape"):
+        if m and axis not in ("model", "hw", "input_shape", "graph_stages"):
             values += _range(axis, m["lo"], m["hi"], m["step"])
         else:
             values.append(_scalar(axis, part))
@@ -267,7 +276,21 @@ def _point(values: Mapping[str, Any]) -> Point:
     run = ((str(v["search"]).lower(), str(v["repair"]).lower(), str(v["objectives"]),
             v["budget"], v["seed"]) if searchable else (None,) * 5)
     shape = None if v["input_shape"] is None else str(v["input_shape"])
-    return Point(str(v["model"]), str(v["hw"]), scheme, *run, input_shape=shape, overrides=hw)
+    stages = _stages_value(v["graph_stages"]) if searchable else "none"
+    return Point(str(v["model"]), str(v["hw"]), scheme, *run, input_shape=shape, overrides=hw,
+                 graph_stages=stages)
+
+
+def _stages_value(value: Any) -> str:
+    """A graph-stages axis value in canonical form (``fuse+fission``; ``none``), or the text
+    as given when it names no stage (reported by `validate_points`)."""
+    from search.substitution.stages import parse_stages
+
+    text = str(value).strip().lower()
+    try:
+        return "+".join(parse_stages(text)) or "none"
+    except InputError:
+        return text
 
 
 def _product(axes: Mapping[str, Sequence[Any]]) -> Iterable[dict[str, Any]]:
@@ -352,8 +375,11 @@ def _checks() -> dict[str, Any]:
             raise InputError(f"budget must be a positive integer, got {value!r}")
         PlanBudget(value)
 
+    from search.substitution.stages import parse_stages
+
     return {"scheme": Scheme.parse, "search": SEARCHES.get, "repair": REPAIRS.get,
-            "objectives": parse_objectives, "budget": budget, "seed": seed}
+            "objectives": parse_objectives, "budget": budget, "seed": seed,
+            "graph_stages": parse_stages}
 
 
 def _support_problems(points: Sequence[Point]) -> list[str]:

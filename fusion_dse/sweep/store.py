@@ -8,8 +8,9 @@ Table ``points`` (one row per point, primary key ``key``):
   (``simulator/cost/``) and, for explanation-guided repairs, the digest of the GNN
   checkpoints (``explain/checkpoints/``);
 * the configuration: ``sweep``, ``model``, ``hw``, ``scheme``, ``search``, ``repair``,
-  ``objectives``, ``budget``, ``seed``, ``input_shape``, ``overrides`` (JSON), ``config``
-  (the whole keyed configuration, JSON);
+  ``objectives``, ``budget``, ``seed``, ``input_shape``, ``overrides`` (JSON),
+  ``graph_stages`` (NULL: none; a store of an earlier release gains the column when opened),
+  ``config`` (the whole keyed configuration, JSON);
 * the figures: ``hw_name``, ``buffer_bytes``, `point.FIGURES`, ``budget_used``,
   ``search_status``, ``search_seconds``;
 * ``status`` (``done`` | ``failed``), ``error`` (one line), ``started``, ``finished`` (Unix
@@ -41,7 +42,7 @@ __all__ = ["BLOB_COLUMNS", "SCHEMA_VERSION", "SweepStore", "point_key", "source_
 SCHEMA_VERSION = 1
 BLOB_COLUMNS = ("config", "summary", "plan", "history", "pareto")
 _CONFIG_COLUMNS = ("sweep", "model", "hw", "scheme", "search", "repair", "objectives",
-                   "budget", "seed", "input_shape", "overrides")
+                   "budget", "seed", "input_shape", "overrides", "graph_stages")
 _RESULT_COLUMNS = ("hw_name", "buffer_bytes", *FIGURES, "budget_used", "search_status",
                    "search_seconds", "status", "error", "started", "finished", "worker",
                    "summary", "plan", "history", "pareto")
@@ -121,6 +122,10 @@ class SweepStore:
         with self._db:
             self._db.execute("BEGIN")
             self._db.execute(f"CREATE TABLE IF NOT EXISTS points (key TEXT PRIMARY KEY, {cols})")
+            have = {row[1] for row in self._db.execute("PRAGMA table_info(points)")}
+            for c in COLUMNS[1:]:  # a store of an earlier release gains the newer columns
+                if c not in have:
+                    self._db.execute(f"ALTER TABLE points ADD COLUMN {c} {_column_type(c)}")
             self._db.execute("CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT)")
             self._db.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)",
                              (str(SCHEMA_VERSION),))
