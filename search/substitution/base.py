@@ -117,21 +117,27 @@ class Rewrite:
 
 def apply_all(graph: ComputeGraph, rules: Sequence[Rule], ctx: RuleContext,
               max_steps: int = 10_000) -> tuple[ComputeGraph, list[Rewrite]]:
-    """Apply the first match of the first rule that matches, until none does (a fixpoint);
-    rules are tried in the order given. Used by the ``fuse`` and ``fission`` stages, whose rules
-    only ever help; the ``substitute`` stage searches instead (`search.substitution.search`)."""
+    """Apply the rules until none matches (a fixpoint): in passes over `rules` in the order
+    given, each rule's matches found on the graph of that moment applied in turn (a match an
+    earlier one has undone is skipped: `apply` re-checks its pattern). Used by the ``fuse`` and
+    ``fission`` stages, whose rules only ever help; the ``substitute`` stage searches instead
+    (`search.substitution.search`). One `find` per rule and pass, not per rewrite, keeps it
+    near linear in the network's size."""
     done: list[Rewrite] = []
-    for _ in range(max_steps):
+    while True:
+        before = len(done)
         for rule in rules:
-            found = rule.find(graph, ctx)
-            if found:
-                graph = rule.apply(graph, found[0])
-                done.append(Rewrite(found[0], graph))
-                break
-        else:
+            for match in rule.find(graph, ctx):
+                try:
+                    graph = rule.apply(graph, match)
+                except RewriteError:
+                    continue
+                done.append(Rewrite(match, graph))
+                if len(done) > max_steps:
+                    raise RewriteError(f"graph {graph.name!r}: rewriting did not reach a "
+                                       f"fixpoint in {max_steps} steps")
+        if len(done) == before:
             return graph, done
-    raise RewriteError(f"graph {graph.name!r}: rewriting did not reach a fixpoint in "
-                       f"{max_steps} steps")
 
 
 def replay(graph: ComputeGraph, matches: Sequence[Match],

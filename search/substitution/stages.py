@@ -58,9 +58,11 @@ def parse_stages(value: str | Sequence[str] | None) -> tuple[str, ...]:
     if names == ["all"]:
         return STAGES
     unknown = [s for s in names if s not in STAGES]
+    if unknown and unknown[0] in STAGE_CHOICES:
+        raise InputError(f"graph stages {'+'.join(names)!r}: {unknown[0]!r} stands alone, "
+                         f"not in a list of stages ({', '.join(STAGES)})")
     if unknown:
-        raise InputError(f"graph stage {unknown[0]!r} is not one of {', '.join(STAGE_CHOICES)} "
-                         "('none' and 'all' stand alone)")
+        raise InputError(f"graph stage {unknown[0]!r} is not one of {', '.join(STAGE_CHOICES)}")
     return tuple(s for s in STAGES if s in names)
 
 

@@ -12,9 +12,12 @@ import importlib
 import os
 import re
 import sys
+import warnings
 from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
+from types import ModuleType
+from typing import Any
 
 from simulator import limits
 from simulator.workload.errors import InputShapeError, ModelFileError, UnknownModelError
@@ -22,7 +25,7 @@ from simulator.workload.graph import ComputeGraph
 from simulator.workload.torch_import import check_input_shape, from_torch
 from simulator.workload.zoo import ZOO, ZooEntry
 
-__all__ = ["load", "load_zoo", "resolve_zoo_name", "zoo_module"]
+__all__ = ["import_torchvision", "load", "load_zoo", "resolve_zoo_name", "zoo_module"]
 
 DEFAULT_INPUT_SHAPE = (1, 3, 224, 224)
 _RESOLUTION = re.compile(r"^(?P<name>[^@]+)@(?P<h>\d+)(?:x(?P<w>\d+))?$")
@@ -121,13 +124,71 @@ def _load_json(path: Path) -> ComputeGraph:
     return ComputeGraph.from_dict(doc)
 
 
+_TORCHVISION_OPS: list[Any] = []  # the torch.library.Library defining the shim's schemas
+TORCHVISION_WARNING = ("torchvision's compiled ops do not match this torch build; detection "
+                       "ops (nms, roi_align, ...) are unavailable, the models import")
+
+
+def _is_torchvision_mismatch(err: BaseException) -> bool:
+    """True for the error a torchvision whose ``_C`` extension cannot load raises on import."""
+    return isinstance(err, RuntimeError) and "operator torchvision::" in str(err) \
+        and "does not exist" in str(err)
+
+
+def _define_torchvision_ops() -> None:
+    """Define the schemas torchvision's Python side registers fakes for (once, with a warning)."""
+    if _TORCHVISION_OPS:
+        return
+    import torch
+
+    lib = torch.library.Library("torchvision", "DEF")
+    lib.define("nms(Tensor dets, Tensor scores, float iou_threshold) -> Tensor")
+    lib.define("qnms(Tensor dets, Tensor scores, float iou_threshold) -> Tensor")
+    _TORCHVISION_OPS.append(lib)
+    warnings.warn(TORCHVISION_WARNING, stacklevel=3)
+
+
+def _forget(prefixes: Sequence[str]) -> None:
+    """Drop partially imported modules so that the next import runs them again."""
+    for name in [m for m in sys.modules
+                 if any(m == p or m.startswith(p + ".") for p in prefixes)]:
+        del sys.modules[name]
+
+
+def _import_module(name: str) -> ModuleType:
+    """`importlib.import_module`, retried once after the torchvision shim if it needs it.
+
+    A torchvision wheel built against another torch (e.g. a CUDA wheel on a CPU-only torch)
+    fails on import with ``RuntimeError: operator torchvision::nms does not exist`` because its
+    compiled extension cannot load. Its models are pure Python: defining the two schemas its
+    Python code refers to makes them importable; detection ops stay unavailable.
+    """
+    try:
+        return importlib.import_module(name)
+    except RuntimeError as err:
+        if not _is_torchvision_mismatch(err) or _TORCHVISION_OPS:
+            raise
+    _define_torchvision_ops()
+    _forget(["torchvision", name])
+    return importlib.import_module(name)
+
+
+def import_torchvision() -> ModuleType:
+    """Import torchvision, applying the compiled-ops shim of `_import_module` when needed.
+
+    Raises:
+        ImportError: torchvision is not installed.
+    """
+    return _import_module("torchvision")
+
+
 def _load_callable(spec: str, shape: tuple[int, ...] | None,
                    allow_opaque: bool) -> ComputeGraph:
     module_name, _, attr = spec.partition(":")
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())
     try:
-        factory = getattr(importlib.import_module(module_name), attr)
+        factory = getattr(_import_module(module_name), attr)
     except SystemExit as err:
         raise UnknownModelError(f"importing module {module_name!r} for model {spec!r} called "
                                 f"exit({str(err.code)[:40]!r})") from None

@@ -48,7 +48,7 @@ from simulator.workload.ops import (
     linear_macs,
 )
 
-__all__ = ["from_onnx"]
+__all__ = ["from_onnx", "from_onnx_with_params"]
 
 MIN_OPSET = 11
 _STUB_ELEMS = 1024  # shape inference sees larger initializers as dimensions only
@@ -87,6 +87,26 @@ def from_onnx(path: str | os.PathLike[str], input_shape: Sequence[int] | None = 
         UnsupportedOpError: A node has no IR equivalent and `allow_opaque` is false.
         GraphError: The graph has a cycle or breaks another IR invariant.
     """
+    return _import(path, input_shape, fold_bn, allow_opaque, name, with_params=False)[0]
+
+
+def from_onnx_with_params(path: str | os.PathLike[str], input_shape: Sequence[int] | None = None,
+                          *, fold_bn: bool = True, allow_opaque: bool = False,
+                          name: str | None = None) -> tuple[ComputeGraph, dict[str, Any]]:
+    """Import an ONNX model file with its initializers as the ops' parameters.
+
+    Takes the arguments of `from_onnx`; the parameters are float32 torch tensors keyed by op
+    name in the format of `simulator.workload.execute` (a folded BatchNormalization folded into
+    the convolution's weights and bias, Gemm's alpha, beta and transB applied, MatMul's matrix
+    transposed), so that ``execute(graph, params, x)`` reproduces the model. A parameter whose
+    value the file computes rather than stores is absent (executing that op then fails).
+    """
+    return _import(path, input_shape, fold_bn, allow_opaque, name, with_params=True)
+
+
+def _import(path: str | os.PathLike[str], input_shape: Sequence[int] | None, fold_bn: bool,
+            allow_opaque: bool, name: str | None, *,
+            with_params: bool) -> tuple[ComputeGraph, dict[str, Any]]:
     where = str(path)
     wanted = None if input_shape is None else _check_input_shape(input_shape)
     model = _load(where)
@@ -96,13 +116,25 @@ def from_onnx(path: str | os.PathLike[str], input_shape: Sequence[int] | None = 
     graph = _infer_shapes(_shape_model(model, order, inputs), where).graph
     walk = _start_walk(graph, model.graph.initializer, inputs, where, fold_bn=fold_bn,
                        allow_opaque=allow_opaque)
+    walk.opset = _opset(model)
+    walk.params = {} if with_params else None
     for node in graph.node:
         _visit(walk, node)
     result = _build(walk, name or Path(where).stem, inputs, [o.name for o in graph.output])
     if walk.opaque:
         warnings.warn(f"ONNX model {where}: {len(walk.opaque)} unsupported op(s) imported as "
-                      f"opaque ops without MACs: {', '.join(walk.opaque)}", stacklevel=2)
-    return result
+                      f"opaque ops without MACs: {', '.join(walk.opaque)}", stacklevel=3)
+    return result, _torch_params(walk.params or {}, result)
+
+
+def _torch_params(params: Mapping[str, Mapping[str, np.ndarray]],
+                  graph: ComputeGraph) -> dict[str, Any]:
+    import torch
+
+    names = {op.name for op in graph.ops}
+    return {op: {k: torch.from_numpy(np.array(v, dtype=np.float32, copy=True))
+                 for k, v in tensors.items()}
+            for op, tensors in params.items() if op in names and tensors}
 
 
 # --- loading and validation ------------------------------------------------------------------
@@ -147,6 +179,11 @@ def _load(where: str) -> onnx.ModelProto:
 def _first_line(err: BaseException) -> str:
     text = str(err).strip()
     return text.splitlines()[0] if text else type(err).__name__
+
+
+def _opset(model: onnx.ModelProto) -> int:
+    versions = [o.version for o in model.opset_import if o.domain in _DEFAULT_DOMAINS]
+    return int(versions[0]) if versions else MIN_OPSET
 
 
 def _check_opset(model: onnx.ModelProto, where: str) -> None:
@@ -350,6 +387,8 @@ class _Walk:
         biasless: Convolutions without a bias (folding a BatchNorm adds one).
         gates: Ops that, multiplied by their own input, form a known activation.
         opaque: Descriptions of the nodes imported as opaque ops.
+        opset: The model's ai.onnx opset.
+        params: Parameter arrays per op name, when the caller asked for them (else None).
     """
 
     where: str
@@ -365,6 +404,17 @@ class _Walk:
     biasless: set[str] = field(default_factory=set)
     gates: dict[str, str] = field(default_factory=dict)
     opaque: list[str] = field(default_factory=list)
+    opset: int = MIN_OPSET
+    params: dict[str, dict[str, np.ndarray]] | None = None
+
+
+def _keep(w: _Walk, op_name: str, **arrays: np.ndarray | None) -> None:
+    """Record parameter arrays of an op (when parameters are wanted and the values known)."""
+    if w.params is None:
+        return
+    known = {k: np.asarray(v, dtype=np.float32) for k, v in arrays.items() if v is not None}
+    if known:
+        w.params.setdefault(op_name, {}).update(known)
 
 
 def _static_shapes(graph: onnx.GraphProto) -> dict[str, Shape]:
@@ -588,6 +638,8 @@ def _conv(w: _Walk, node: onnx.NodeProto) -> None:
     )
     if not bias:
         w.biasless.add(op_name)
+    if w.params is not None:
+        _keep(w, op_name, weight=_value(w, weight), bias=_value(w, bias) if bias else None)
 
 
 def _batchnorm(w: _Walk, node: onnx.NodeProto) -> None:
@@ -601,10 +653,37 @@ def _batchnorm(w: _Walk, node: onnx.NodeProto) -> None:
         w.specs[conv.name] = replace(conv, weight_elems=conv.weight_elems + added_bias)
         w.biasless.discard(conv.name)
         _alias(w, node.output[0], x)
+        if w.params is not None:
+            _fold_bn_params(w, conv.name, node, channels)
         return
     out = _shape(w, node.output[0], node)
-    _emit(w, node, OpKind.BATCHNORM, "batchnorm", [x], weight_elems=2 * channels,
-          macs=math.prod(out))
+    op_name = _emit(w, node, OpKind.BATCHNORM, "batchnorm", [x], weight_elems=2 * channels,
+                    macs=math.prod(out))
+    if w.params is not None and (affine := _bn_affine(w, node)) is not None:
+        _keep(w, op_name, scale=affine[0], shift=affine[1])
+
+
+def _bn_affine(w: _Walk, node: onnx.NodeProto) -> tuple[np.ndarray, np.ndarray] | None:
+    """(scale, shift) of an inference BatchNormalization, if its constants are stored."""
+    values = [_value(w, _input(node, k)) for k in range(1, 5)]
+    if any(v is None for v in values):
+        return None
+    gamma, beta, mean, var = (np.asarray(v, dtype=np.float64) for v in values)
+    scale = gamma / np.sqrt(var + float(_attrs(node).get("epsilon", 1e-5)))
+    return scale, beta - mean * scale
+
+
+def _fold_bn_params(w: _Walk, conv: str, node: onnx.NodeProto, channels: int) -> None:
+    """Fold a BatchNormalization's affine map into the parameters of `conv`."""
+    affine, p = _bn_affine(w, node), (w.params or {}).get(conv, {})
+    if affine is None or "weight" not in p:
+        (w.params or {}).pop(conv, None)  # values unknown: no parameters rather than wrong ones
+        return
+    scale, shift = affine
+    weight = p["weight"].astype(np.float64) * scale.reshape(-1, 1, 1, 1)
+    bias = p["bias"].astype(np.float64) if "bias" in p else np.zeros(channels)
+    w.params[conv] = {"weight": weight.astype(np.float32),
+                      "bias": (bias * scale + shift).astype(np.float32)}
 
 
 def _activation(w: _Walk, node: onnx.NodeProto) -> None:
@@ -612,10 +691,31 @@ def _activation(w: _Walk, node: onnx.NodeProto) -> None:
     _require_constant(w, node, 1, "parameters")
     weights = sum(_numel(w, t) for t in node.input[1:])
     op_name = _emit(w, node, OpKind.ELTWISE_UNARY, ACTIVATIONS[node.op_type.lower()], [x],
-                    weight_elems=weights)
+                    weight_elems=weights, attrs=_activation_attrs(node))
     gate = _gate_of(node)
     if gate:
         w.gates[op_name] = gate
+    if node.op_type == "PRelu" and w.params is not None:
+        slope = _value(w, node.input[1])
+        _keep(w, op_name, weight=None if slope is None else np.ravel(slope))
+
+
+def _activation_attrs(node: onnx.NodeProto) -> dict[str, Any]:
+    """The activation parameters of a node that differ from torch's defaults (attr names as
+    `from_torch` records them)."""
+    a, out = _attrs(node), {}
+    if node.op_type == "LeakyRelu" and not math.isclose(a.get("alpha", 0.01), 0.01,
+                                                        rel_tol=1e-6):
+        out["negative_slope"] = float(a["alpha"])
+    elif node.op_type == "Elu" and not math.isclose(a.get("alpha", 1.0), 1.0, rel_tol=1e-6):
+        out["alpha"] = float(a["alpha"])
+    elif node.op_type == "Gelu" and a.get("approximate", "none") != "none":
+        out["approximate"] = str(a["approximate"])
+    elif node.op_type == "HardSigmoid":
+        alpha, beta = float(a.get("alpha", 0.2)), float(a.get("beta", 0.5))
+        if not math.isclose(alpha, 1 / 6, rel_tol=1e-5) or not math.isclose(beta, 0.5):
+            out.update(alpha=alpha, beta=beta)
+    return out
 
 
 def _gate_of(node: onnx.NodeProto) -> str | None:
@@ -637,7 +737,14 @@ def _clip(w: _Walk, node: onnx.NodeProto) -> None:
     low = a.get("min") if low is None else low
     high = a.get("max") if high is None else high
     relu6 = low is not None and high is not None and np.all(low == 0) and np.all(high == 6)
-    _emit(w, node, OpKind.ELTWISE_UNARY, "relu6" if relu6 else "clip", [x])
+    if relu6:
+        _emit(w, node, OpKind.ELTWISE_UNARY, "relu6", [x])
+        return
+    if any(_input(node, k) and _value(w, node.input[k]) is None for k in (1, 2)):
+        raise _Unsupported("bounds computed from other constants")
+    attrs = {key: float(np.ravel(v)[0]) for key, v in (("min_val", low), ("max_val", high))
+             if v is not None}
+    _emit(w, node, OpKind.ELTWISE_UNARY, "clip", [x], attrs=attrs)
 
 
 def _arith(w: _Walk, node: onnx.NodeProto) -> None:
@@ -650,8 +757,16 @@ def _arith(w: _Walk, node: onnx.NodeProto) -> None:
     x, const = (a, b) if a in w.act else (b, a)
     n = _numel(w, const)
     grows = math.prod(_shape(w, node.output[0], node)) > math.prod(_shape(w, x, node))
-    _emit(w, node, OpKind.ELTWISE_UNARY, op_type, [x], weight_elems=n if n > 1 else 0,
-          mapping=MappingType.ONE_TO_MANY if grows else None)
+    value = _value(w, const)
+    attrs: dict[str, Any] = {"const_side": "right" if x == a else "left"}
+    if n == 1 and value is not None:
+        attrs["scalar"] = float(np.ravel(value)[0])
+    elif n > 1 and const in w.shapes:
+        attrs["const_shape"] = tuple(w.shapes[const])
+    op_name = _emit(w, node, OpKind.ELTWISE_UNARY, op_type, [x], weight_elems=n if n > 1 else 0,
+                    mapping=MappingType.ONE_TO_MANY if grows else None, attrs=attrs)
+    if n > 1:
+        _keep(w, op_name, const=value)
 
 
 def _fuse_gate(w: _Walk, node: onnx.NodeProto, a: str, b: str) -> bool:
@@ -669,19 +784,27 @@ def _fuse_gate(w: _Walk, node: onnx.NodeProto, a: str, b: str) -> bool:
 def _concat(w: _Walk, node: onnx.NodeProto) -> None:
     tensors = [t for t in node.input if t in w.act]
     weights = sum(_numel(w, t) for t in node.input if t in w.consts)
-    _emit(w, node, OpKind.CONCAT, "concat", tensors, weight_elems=weights)
+    rank = len(_shape(w, node.output[0], node))
+    _emit(w, node, OpKind.CONCAT, "concat", tensors, weight_elems=weights,
+          attrs={"axis": int(_attrs(node).get("axis", 1)) % rank})
 
 
 def _split(w: _Walk, node: onnx.NodeProto) -> None:
     x = _data_input(w, node)
     _require_constant(w, node, 1, "split sizes")
+    rank = len(_shape(w, x, node))
+    axis = int(_attrs(node).get("axis", 0)) % rank
+    start = 0
     for k, out in enumerate(node.output):
-        if not out or not w.raw_uses[out]:
-            continue
-        if _shape(w, out, node) == _shape(w, x, node):
-            _alias(w, out, x)
-        else:
-            _emit(w, node, OpKind.SLICE, "slice", [x], output=out, name=f"{_label(node)}:{k}")
+        size = _shape(w, out, node)[axis] if out else 0
+        if out and w.raw_uses[out]:
+            if _shape(w, out, node) == _shape(w, x, node):
+                _alias(w, out, x)
+            else:
+                _emit(w, node, OpKind.SLICE, "slice", [x], output=out,
+                      name=f"{_label(node)}:{k}",
+                      attrs={"axis": axis, "start": start, "end": start + size, "step": 1})
+        start += size
 
 
 def _slice(w: _Walk, node: onnx.NodeProto) -> None:
@@ -689,8 +812,57 @@ def _slice(w: _Walk, node: onnx.NodeProto) -> None:
     _require_constant(w, node, 1, "indices")
     if _shape(w, node.output[0], node) == _shape(w, x, node):
         _alias(w, node.output[0], x)
-    else:
-        _emit(w, node, OpKind.SLICE, "slice", [x])
+        return
+    in_shape = _shape(w, x, node)
+    find = _gather_attrs if node.op_type == "Gather" else _slice_attrs
+    _emit(w, node, OpKind.SLICE, "slice", [x], attrs=find(w, node, in_shape) or {})
+
+
+def _slice_attrs(w: _Walk, node: onnx.NodeProto, in_shape: Shape) -> dict[str, Any] | None:
+    """axis/start/end/step of a Slice with stored constant bounds and positive steps."""
+    a, rank = _attrs(node), len(in_shape)
+    if _input(node, 1):
+        parts = [_value(w, _input(node, k)) if _input(node, k) else None for k in range(1, 5)]
+        if any(p is None for p, k in zip(parts, range(1, 5), strict=True) if _input(node, k)):
+            return None
+        starts, ends, axes, steps = parts
+    else:  # opset < 10: attributes
+        starts, ends, axes, steps = a.get("starts"), a.get("ends"), a.get("axes"), None
+    starts, ends = np.ravel(starts).tolist(), np.ravel(ends).tolist()
+    axes = list(range(len(starts))) if axes is None else np.ravel(axes).tolist()
+    steps = [1] * len(starts) if steps is None else np.ravel(steps).tolist()
+    found = []
+    for axis, start, end, step in zip(axes, starts, ends, steps, strict=True):
+        axis = int(axis) % rank
+        if step < 1:
+            return None
+        begin, stop, _ = slice(int(max(min(start, 2**62), -2**62)),
+                               int(max(min(end, 2**62), -2**62))).indices(in_shape[axis])
+        if (begin, stop, step) != (0, in_shape[axis], 1):
+            found.append((axis, begin, max(begin, stop), int(step)))
+    return _slice_dict(sorted(found))
+
+
+def _gather_attrs(w: _Walk, node: onnx.NodeProto, in_shape: Shape) -> dict[str, Any] | None:
+    """A Gather of one constant index, or of consecutive constant indices, as a slice."""
+    index = _value(w, _input(node, 1))
+    if index is None or index.size == 0:
+        return None
+    axis = int(_attrs(node).get("axis", 0)) % len(in_shape)
+    values = [int(i) % in_shape[axis] for i in np.ravel(index)]
+    if values != list(range(values[0], values[0] + len(values))):
+        return None
+    return _slice_dict([(axis, values[0], values[0] + len(values), 1)])
+
+
+def _slice_dict(found: Sequence[tuple[int, int, int, int]]) -> dict[str, Any] | None:
+    if not found:
+        return None
+    if len(found) == 1:
+        axis, start, end, step = found[0]
+        return {"axis": axis, "start": start, "end": end, "step": step}
+    axes, starts, ends, steps = zip(*found, strict=True)
+    return {"axis": axes, "start": starts, "end": ends, "step": steps}
 
 
 def _pool(w: _Walk, node: onnx.NodeProto) -> None:
@@ -705,9 +877,11 @@ def _pool(w: _Walk, node: onnx.NodeProto) -> None:
     if is_identity_window(kernel, stride, padding):
         _alias(w, node.output[0], x)
         return
+    attrs: dict[str, Any] = {"ceil_mode": bool(a.get("ceil_mode", 0))}
+    if node.op_type == "AveragePool" and not a.get("count_include_pad", 0) and any(padding):
+        attrs["count_include_pad"] = False
     _emit(w, node, OpKind.POOL, "max" if node.op_type == "MaxPool" else "avg", [x],
-          kernel=kernel, stride=stride, padding=padding, dilation=dilation,
-          attrs={"ceil_mode": bool(a.get("ceil_mode", 0))})
+          kernel=kernel, stride=stride, padding=padding, dilation=dilation, attrs=attrs)
 
 
 def _global_pool_op(w: _Walk, node: onnx.NodeProto, x: str, op_type: str) -> None:
@@ -745,9 +919,18 @@ def _gemm(w: _Walk, node: onnx.NodeProto) -> None:
     a_shape = _shape(w, x, node)
     in_features = a_shape[0] if _attrs(node).get("transA", 0) else a_shape[-1]
     out = _shape(w, node.output[0], node)
-    _emit(w, node, OpKind.LINEAR, "linear", [x],
-          weight_elems=_numel(w, node.input[1]) + _numel(w, _input(node, 2)),
-          macs=linear_macs(out, in_features))
+    op_name = _emit(w, node, OpKind.LINEAR, "linear", [x],
+                    weight_elems=_numel(w, node.input[1]) + _numel(w, _input(node, 2)),
+                    macs=linear_macs(out, in_features))
+    if w.params is not None:
+        a = _attrs(node)
+        b, c = _value(w, node.input[1]), _value(w, _input(node, 2)) if _input(node, 2) else None
+        if b is None or a.get("transA", 0) or (_input(node, 2) and c is None):
+            return
+        weight = (b if a.get("transB", 0) else b.T) * float(a.get("alpha", 1.0))
+        bias = None if c is None else np.broadcast_to(
+            np.ravel(c) * float(a.get("beta", 1.0)), (weight.shape[0],))
+        _keep(w, op_name, weight=weight, bias=bias)
 
 
 def _matmul(w: _Walk, node: onnx.NodeProto) -> None:
@@ -755,8 +938,12 @@ def _matmul(w: _Walk, node: onnx.NodeProto) -> None:
     if node.input[1] in w.act:
         raise _Unsupported("both operands are activations")
     out = _shape(w, node.output[0], node)
-    _emit(w, node, OpKind.LINEAR, "linear", [x], weight_elems=_numel(w, node.input[1]),
-          macs=linear_macs(out, _shape(w, x, node)[-1]))
+    op_name = _emit(w, node, OpKind.LINEAR, "linear", [x],
+                    weight_elems=_numel(w, node.input[1]),
+                    macs=linear_macs(out, _shape(w, x, node)[-1]))
+    matrix = _value(w, node.input[1])
+    if matrix is not None and matrix.ndim == 2:
+        _keep(w, op_name, weight=matrix.T)
 
 
 def _reshape(w: _Walk, node: onnx.NodeProto) -> None:
@@ -774,16 +961,31 @@ def _transpose(w: _Walk, node: onnx.NodeProto) -> None:
     if perm is not None and list(perm) == sorted(perm):
         _alias(w, node.output[0], x)
         return
-    _emit(w, node, OpKind.TRANSPOSE, "transpose", [x])
+    rank = len(_shape(w, x, node))
+    perm = tuple(range(rank))[::-1] if perm is None else tuple(int(p) % rank for p in perm)
+    _emit(w, node, OpKind.TRANSPOSE, "transpose", [x], attrs={"perm": perm})
+
+
+def _depth_to_space(w: _Walk, node: onnx.NodeProto) -> None:
+    x = _data_input(w, node)
+    a = _attrs(node)
+    if a.get("mode", "DCR") != "CRD":
+        raise _Unsupported("DCR ordering (only CRD, torch's pixel shuffle, is supported)")
+    _emit(w, node, OpKind.TRANSPOSE, "pixel_shuffle", [x],
+          attrs={"upscale_factor": int(a["blocksize"])})
 
 
 def _resize(w: _Walk, node: onnx.NodeProto) -> None:
     x = _data_input(w, node)
     _require_constant(w, node, 1, "scales or sizes")
-    mode = _attrs(node).get("mode", "nearest")
+    a = _attrs(node)
+    mode = a.get("mode", "nearest")
     if len(_shape(w, x, node)) == 4:  # torch's names for the 2-D modes, as from_torch reports
         mode = {"linear": "bilinear", "cubic": "bicubic"}.get(mode, mode)
-    _emit(w, node, OpKind.RESIZE, "resize", [x], attrs={"mode": mode})
+    attrs: dict[str, Any] = {"mode": mode}
+    if a.get("coordinate_transformation_mode") == "align_corners":
+        attrs["align_corners"] = True
+    _emit(w, node, OpKind.RESIZE, "resize", [x], attrs=attrs)
 
 
 def _pad(w: _Walk, node: onnx.NodeProto) -> None:
@@ -794,7 +996,19 @@ def _pad(w: _Walk, node: onnx.NodeProto) -> None:
     if pads is None or (_input(node, 3) and axes is None):
         raise _Unsupported("pads computed from other constants")
     padding = _spatial_pads([int(p) for p in np.ravel(pads)], axes, len(_shape(w, x, node)))
-    _emit(w, node, OpKind.PAD, "pad", [x], padding=padding)
+    a = _attrs(node)
+    mode = {"edge": "replicate", "wrap": "circular"}.get(a.get("mode", "constant"),
+                                                         a.get("mode", "constant"))
+    attrs: dict[str, Any] = {}
+    if mode != "constant":
+        attrs["mode"] = mode
+    else:
+        value = _value(w, _input(node, 2)) if _input(node, 2) else a.get("value", 0.0)
+        if _input(node, 2) and value is None:
+            raise _Unsupported("pad value computed from other constants")
+        if float(np.ravel(value)[0]) != 0.0:
+            attrs["value"] = float(np.ravel(value)[0])
+    _emit(w, node, OpKind.PAD, "pad", [x], padding=padding, attrs=attrs)
 
 
 def _spatial_pads(pads: Sequence[int], axes: np.ndarray | None,
@@ -808,7 +1022,15 @@ def _spatial_pads(pads: Sequence[int], axes: np.ndarray | None,
 
 
 def _softmax(w: _Walk, node: onnx.NodeProto) -> None:
-    _emit(w, node, OpKind.SOFTMAX, "softmax", [_data_input(w, node)])
+    x = _data_input(w, node)
+    rank = len(_shape(w, x, node))
+    legacy = w.opset < 13  # before opset 13: softmax over the axes from `axis` on, together
+    axis = int(_attrs(node).get("axis", 1 if legacy else -1)) % rank
+    attrs: dict[str, Any] = {"axis": tuple(range(axis, rank)) if legacy and axis < rank - 1
+                             else axis}
+    if node.op_type == "LogSoftmax":
+        attrs["log"] = True
+    _emit(w, node, OpKind.SOFTMAX, "softmax", [x], attrs=attrs)
 
 
 def _forward(w: _Walk, node: onnx.NodeProto) -> None:
@@ -845,7 +1067,8 @@ _HANDLERS: dict[str, Callable[[_Walk, onnx.NodeProto], None]] = {
     "GlobalAveragePool": _global_pool, "GlobalMaxPool": _global_pool,
     "ReduceMean": _reduce, "ReduceMax": _reduce, "Gemm": _gemm, "MatMul": _matmul,
     **dict.fromkeys(("Flatten", "Reshape", "Squeeze", "Unsqueeze"), _reshape),
-    "Transpose": _transpose, "Resize": _resize, "Upsample": _resize, "Pad": _pad,
+    "Transpose": _transpose, "DepthToSpace": _depth_to_space,
+    "Resize": _resize, "Upsample": _resize, "Pad": _pad,
     "Softmax": _softmax, "LogSoftmax": _softmax,
     **dict.fromkeys(("Identity", "Dropout", "Cast"), _forward),
 }

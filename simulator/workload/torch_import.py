@@ -34,7 +34,10 @@ from simulator.workload.ops import (
     linear_macs,
 )
 
-__all__ = ["check_input_shape", "fold_batchnorm", "from_torch", "trace"]
+__all__ = ["check_input_shape", "fold_batchnorm", "from_torch", "from_torch_with_params",
+           "trace"]
+
+Params = dict[str, dict[str, torch.Tensor]]  # as `simulator.workload.execute.Params`
 
 _ALIAS = object()  # an op that forwards its input unchanged (dropout, identity, same-shape view)
 
@@ -55,6 +58,18 @@ _ACT_FUNCS: dict[Any, str] = {
     torch.neg: "neg",
 }
 _ACT_METHODS = {"relu", "relu_", "sigmoid", "sigmoid_", "tanh", "exp", "sqrt", "abs", "neg"}
+_CLAMP_FUNCS = {torch.clamp, torch.clip}
+_CLAMP_METHODS = {"clamp", "clamp_", "clip", "clip_"}
+_LOG_SOFTMAX = {F.log_softmax, torch.log_softmax}
+# Activation parameters recorded as attrs (when they differ from the default), by IR op type:
+# (attr name, argument position after the input, default).
+_ACT_PARAMS: dict[str, tuple[tuple[str, int, Any], ...]] = {
+    "leakyrelu": (("negative_slope", 1, 0.01),),
+    "hardtanh": (("min_val", 1, -1.0), ("max_val", 2, 1.0)),
+    "elu": (("alpha", 1, 1.0),),
+    "gelu": (("approximate", 1, "none"),),
+    "softplus": (("beta", 1, 1.0), ("threshold", 2, 20.0)),
+}
 _RESHAPE_FUNCS = {torch.flatten: "flatten", torch.reshape: "reshape", torch.squeeze: "squeeze",
                   torch.unsqueeze: "unsqueeze"}
 _RESHAPE_METHODS = {"view", "reshape", "flatten", "squeeze", "unsqueeze", "view_as",
@@ -150,13 +165,33 @@ def from_torch(module: nn.Module, input_shape: Sequence[int] | str, *, name: str
         InputShapeError: The shape is malformed or the model cannot run on it.
         UnsupportedOpError: The module cannot be traced or contains an unsupported op.
     """
+    return _import(module, input_shape, name, fold_bn, allow_opaque, with_params=False)[0]
+
+
+def from_torch_with_params(module: nn.Module, input_shape: Sequence[int] | str, *,
+                           name: str | None = None, fold_bn: bool = True,
+                           allow_opaque: bool = False) -> tuple[ComputeGraph, Params]:
+    """Import a PyTorch module as a `ComputeGraph` together with its own parameters.
+
+    Takes the arguments of `from_torch`. The parameters are keyed by op name in the format of
+    `simulator.workload.execute` (a BatchNorm folded into its convolution as `fold_batchnorm`
+    folds it), so that ``execute(graph, params, x)`` reproduces ``module.eval()(x)``. The
+    tensors are float32 copies; the module is not modified.
+    """
+    return _import(module, input_shape, name, fold_bn, allow_opaque, with_params=True)
+
+
+def _import(module: nn.Module, input_shape: Sequence[int] | str, name: str | None,
+            fold_bn: bool, allow_opaque: bool, *,
+            with_params: bool) -> tuple[ComputeGraph, Params]:
     shape = check_input_shape(input_shape)
     name = name or type(module).__name__
     gm = trace(module, name)
     if fold_bn:
         gm = fold_batchnorm(gm)
     _propagate_shapes(gm, shape, name)
-    return _Converter(gm, name, allow_opaque).convert()
+    converter = _Converter(gm, name, allow_opaque, with_params)
+    return converter.convert(), converter.params
 
 
 class _ShapeRecorder(fx.Interpreter):
@@ -227,8 +262,11 @@ def _flat_nodes(args: Any) -> list[fx.Node]:
 class _Converter:
     """Walks a shape-propagated GraphModule and emits ops into a GraphBuilder."""
 
-    def __init__(self, gm: fx.GraphModule, name: str, allow_opaque: bool) -> None:
+    def __init__(self, gm: fx.GraphModule, name: str, allow_opaque: bool,
+                 with_params: bool = False) -> None:
         self.gm = gm
+        self.with_params = with_params
+        self.params: Params = {}
         self.modules = dict(gm.named_modules())
         self.allow_opaque = allow_opaque
         self.builder = GraphBuilder(name)
@@ -264,7 +302,8 @@ class _Converter:
         if node.op == "call_function" and node.target is operator.getitem:
             src = self.tuple_source.get(node.args[0], node.args[0])
             inputs = [src] if src in self.tensor else []
-            spec = _slice_spec(node, src) if inputs else None
+            spec = _slice_spec(node, src, node.args[0] in self.tuple_source) if inputs \
+                else None
         else:
             inputs = self._tensor_inputs(node)
             if not inputs:
@@ -293,6 +332,9 @@ class _Converter:
     def _emit(self, node: fx.Node, spec: dict[str, Any], inputs: list[str]) -> None:
         name = self._op_name(node)
         fields = dict(spec)
+        tensors = fields.pop("params", None)
+        if tensors and self.with_params:
+            self.params[name] = {k: _param(v) for k, v in tensors.items() if v is not None}
         self.builder.add_op(name, fields.pop("kind"), fields.pop("op_type"), inputs,
                             _shape(node), attrs=fields.pop("attrs", None), **fields)
         self.tensor[node] = name
@@ -331,14 +373,23 @@ class _Converter:
         act = ACTIVATIONS.get(type(mod).__name__.lower())
         if act is not None:
             weights = sum(p.numel() for p in mod.parameters())
-            return {"kind": OpKind.ELTWISE_UNARY, "op_type": act, "weight_elems": weights}
+            attrs = _act_attrs(act, lambda key, _pos, default: getattr(mod, key, default))
+            spec = {"kind": OpKind.ELTWISE_UNARY, "op_type": act, "weight_elems": weights,
+                    "attrs": attrs}
+            if act == "prelu":
+                spec["params"] = {"weight": mod.weight}
+            return spec
+        if _is_stochastic_depth(mod):
+            return _ALIAS
         return None
 
     def _conv(self, node: fx.Node, mod: nn.Conv2d) -> dict[str, Any]:
         in_shape, out_shape = _shape(node.args[0]), _shape(node)
         kernel = tuple(mod.kernel_size)
+        attrs = {} if mod.padding_mode == "zeros" else {"padding_mode": mod.padding_mode}
         return {
-            "kind": conv_kind(mod.groups, mod.in_channels), "op_type": "conv",
+            "kind": conv_kind(mod.groups, mod.in_channels), "op_type": "conv", "attrs": attrs,
+            "params": {"weight": mod.weight, "bias": mod.bias},
             "kernel": kernel, "stride": tuple(mod.stride), "dilation": tuple(mod.dilation),
             "padding": _conv_padding(mod.padding, in_shape, out_shape, kernel, mod.stride,
                                      mod.dilation),
@@ -349,18 +400,23 @@ class _Converter:
     def _batchnorm(self, node: fx.Node, mod: nn.BatchNorm2d) -> dict[str, Any]:
         out = _shape(node)
         return {"kind": OpKind.BATCHNORM, "op_type": "batchnorm",
-                "weight_elems": 2 * mod.num_features, "macs": math.prod(out)}
+                "weight_elems": 2 * mod.num_features, "macs": math.prod(out),
+                "params": _bn_params(mod)}
 
     def _linear(self, node: fx.Node, mod: nn.Linear) -> dict[str, Any]:
         return {"kind": OpKind.LINEAR, "op_type": "linear",
                 "weight_elems": sum(p.numel() for p in mod.parameters()),
-                "macs": linear_macs(_shape(node), mod.in_features)}
+                "macs": linear_macs(_shape(node), mod.in_features),
+                "params": {"weight": mod.weight, "bias": mod.bias}}
 
     def _pool(self, node: fx.Node, mod: nn.MaxPool2d | nn.AvgPool2d) -> dict[str, Any] | object:
         op_type = "max" if isinstance(mod, nn.MaxPool2d) else "avg"
         dilation = mod.dilation if isinstance(mod, nn.MaxPool2d) else 1
+        include_pad = getattr(mod, "count_include_pad", True)
+        if getattr(mod, "divisor_override", None):
+            return None
         return _window_pool(op_type, mod.kernel_size, mod.stride, mod.padding, dilation,
-                            mod.ceil_mode)
+                            mod.ceil_mode, include_pad)
 
     def _adaptive_pool(self, node: fx.Node, mod: nn.Module) -> dict[str, Any] | object:
         op_type = "max" if isinstance(mod, nn.AdaptiveMaxPool2d) else "avg"
@@ -373,16 +429,21 @@ class _Converter:
         return _ALIAS
 
     def _upsample(self, node: fx.Node, mod: nn.Upsample) -> dict[str, Any]:
-        return {"kind": OpKind.RESIZE, "op_type": "resize", "attrs": {"mode": mod.mode}}
+        return _resize_spec(mod.mode, mod.align_corners)
 
     def _softmax(self, node: fx.Node, mod: nn.Module) -> dict[str, Any]:
-        return {"kind": OpKind.SOFTMAX, "op_type": "softmax"}
+        dim = -3 if isinstance(mod, nn.Softmax2d) else mod.dim
+        return _softmax_spec(node, dim, isinstance(mod, nn.LogSoftmax))
 
     def _pad(self, node: fx.Node, mod: nn.Module) -> dict[str, Any]:
-        return _pad_spec(node, tuple(mod.padding))
+        mode = {nn.ReflectionPad2d: "reflect", nn.ReplicationPad2d: "replicate",
+                nn.CircularPad2d: "circular"}.get(type(mod), "constant")
+        return _pad_spec(node, tuple(mod.padding), mode, getattr(mod, "value", 0.0))
 
     def _shuffle(self, node: fx.Node, mod: nn.Module) -> dict[str, Any]:
-        return {"kind": OpKind.TRANSPOSE, "op_type": type(mod).__name__.lower()}
+        attrs = {key: int(getattr(mod, key)) for key in _SHUFFLE_ATTRS if hasattr(mod, key)}
+        return {"kind": OpKind.TRANSPOSE, "op_type": type(mod).__name__.lower(),
+                "attrs": attrs}
 
     # --- call_function / call_method -----------------------------------------------------
 
@@ -391,15 +452,19 @@ class _Converter:
         if t in _BINARY_FUNCS:
             return self._arith(node, _BINARY_FUNCS[t])
         if t in _ACT_FUNCS:
-            return {"kind": OpKind.ELTWISE_UNARY, "op_type": _ACT_FUNCS[t]}
+            return _act_spec(node, _ACT_FUNCS[t])
+        if t in _CLAMP_FUNCS:
+            return _clamp_spec(node)
         if t in _RESHAPE_FUNCS:
             return _reshape_spec(node, _RESHAPE_FUNCS[t])
-        if t in _ALIAS_FUNCS:
+        if t in _ALIAS_FUNCS or _is_stochastic_depth(t):
             return _ALIAS
         if t in _CAT_FUNCS:
-            return {"kind": OpKind.CONCAT, "op_type": "concat"}
+            dim = _arg(node, 1, "dim", 0)
+            return {"kind": OpKind.CONCAT, "op_type": "concat",
+                    "attrs": {"axis": int(dim) % len(_shape(node))}}
         if t in _TRANSPOSE_FUNCS:
-            return {"kind": OpKind.TRANSPOSE, "op_type": t.__name__}
+            return _transpose_spec(node, t.__name__)
         handler = _FUNCTION_HANDLERS.get(t)
         return handler(self, node) if handler else None
 
@@ -409,26 +474,45 @@ class _Converter:
             return self._arith(node, _BINARY_METHODS[m])
         if m in _ACT_METHODS:
             return {"kind": OpKind.ELTWISE_UNARY, "op_type": m.rstrip("_")}
+        if m in _CLAMP_METHODS:
+            return _clamp_spec(node)
         if m in _RESHAPE_METHODS:
             return _reshape_spec(node, m)
         if m in _ALIAS_METHODS:
             return _ALIAS
         if m in ("permute", "transpose"):
-            return {"kind": OpKind.TRANSPOSE, "op_type": m}
+            return _transpose_spec(node, m)
         if m == "mean":
             return self._mean(node)
-        if m == "softmax":
-            return {"kind": OpKind.SOFTMAX, "op_type": "softmax"}
+        if m in ("softmax", "log_softmax"):
+            return _softmax_spec(node, _arg(node, 1, "dim", None), m == "log_softmax")
         return None
 
-    def _arith(self, node: fx.Node, op_type: str) -> dict[str, Any]:
+    def _arith(self, node: fx.Node, op_type: str) -> dict[str, Any] | None:
         tensors = self._tensor_inputs(node)
         const = sum(_const_numel(self.gm, a) for a in _flat_nodes(node.args))
+        if _arg(node, 2, "alpha", 1) != 1:
+            return None  # torch.add(x, y, alpha=a): no IR op computes it
         if len(tensors) >= 2:
             return {"kind": OpKind.ELTWISE_BINARY, "op_type": op_type,
                     "weight_elems": const if const > 1 else 0}
-        return {"kind": OpKind.ELTWISE_UNARY, "op_type": op_type,
-                "weight_elems": const if const > 1 else 0}
+        spec: dict[str, Any] = {"kind": OpKind.ELTWISE_UNARY, "op_type": op_type,
+                                "weight_elems": const if const > 1 else 0}
+        operands = list(node.args[:2])
+        if len(operands) == 2:
+            side = "right" if operands[0] in self.tensor else "left"
+            other = operands[1] if side == "right" else operands[0]
+            value = _const(self.gm, other)
+            attrs: dict[str, Any] = {"const_side": side}
+            if isinstance(other, (int, float)) and not isinstance(other, bool):
+                attrs["scalar"] = float(other)
+            elif value is not None and value.numel() == 1:
+                attrs["scalar"] = float(value.reshape(()).item())
+            elif value is not None:
+                attrs["const_shape"] = tuple(int(d) for d in value.shape)
+                spec["params"] = {"const": value}
+            spec["attrs"] = attrs
+        return spec
 
     def _mean(self, node: fx.Node) -> dict[str, Any] | None:
         in_shape, out_shape = _shape(node.args[0]), _shape(node)
@@ -443,19 +527,24 @@ class _Converter:
     def _f_pool(self, node: fx.Node) -> dict[str, Any] | object:
         a = _normalized(node, self.gm)
         op_type = "max" if node.target is F.max_pool2d else "avg"
+        if a.get("divisor_override"):
+            return None
         return _window_pool(op_type, a["kernel_size"], a.get("stride") or a["kernel_size"],
-                            a.get("padding", 0), a.get("dilation", 1), a.get("ceil_mode", False))
+                            a.get("padding", 0), a.get("dilation", 1), a.get("ceil_mode", False),
+                            a.get("count_include_pad", True))
 
     def _f_interpolate(self, node: fx.Node) -> dict[str, Any]:
-        mode = node.kwargs.get("mode", node.args[3] if len(node.args) > 3 else "nearest")
-        return {"kind": OpKind.RESIZE, "op_type": "resize", "attrs": {"mode": mode}}
+        mode = _arg(node, 3, "mode", "nearest")
+        return _resize_spec(mode, _arg(node, 4, "align_corners", None))
 
     def _f_pad(self, node: fx.Node) -> dict[str, Any]:
         pad = node.args[1] if len(node.args) > 1 else node.kwargs["pad"]
-        return _pad_spec(node, tuple(pad))
+        value = _arg(node, 3, "value", None)
+        return _pad_spec(node, tuple(pad), _arg(node, 2, "mode", "constant"),
+                         0.0 if value is None else value)
 
     def _f_softmax(self, node: fx.Node) -> dict[str, Any]:
-        return {"kind": OpKind.SOFTMAX, "op_type": "softmax"}
+        return _softmax_spec(node, _arg(node, 1, "dim", None), node.target in _LOG_SOFTMAX)
 
     def _f_mean(self, node: fx.Node) -> dict[str, Any] | None:
         return self._mean(node)
@@ -470,6 +559,8 @@ class _Converter:
         stride, dilation = _pair(a.get("stride", 1)), _pair(a.get("dilation", 1))
         bias = _const_numel(self.gm, a.get("bias"))
         return {
+            "params": {"weight": _const(self.gm, a["weight"]),
+                       "bias": _const(self.gm, a.get("bias"))},
             "kind": conv_kind(groups, in_shape[1]), "op_type": "conv", "kernel": kernel,
             "stride": stride, "dilation": dilation, "groups": groups,
             "padding": _conv_padding(a.get("padding", 0), in_shape, out_shape, kernel, stride,
@@ -485,7 +576,9 @@ class _Converter:
             return None
         return {"kind": OpKind.LINEAR, "op_type": "linear",
                 "weight_elems": math.prod(w) + _const_numel(self.gm, a.get("bias")),
-                "macs": linear_macs(_shape(node), w[-1])}
+                "macs": linear_macs(_shape(node), w[-1]),
+                "params": {"weight": _const(self.gm, a["weight"]),
+                           "bias": _const(self.gm, a.get("bias"))}}
 
 
 _MODULE_HANDLERS: list[tuple[Any, Callable[..., Any]]] = [
@@ -498,7 +591,8 @@ _MODULE_HANDLERS: list[tuple[Any, Callable[..., Any]]] = [
     ((nn.Dropout, nn.Dropout2d, nn.Dropout1d, nn.AlphaDropout, nn.Identity), _Converter._alias),
     (nn.Upsample, _Converter._upsample),
     ((nn.Softmax, nn.Softmax2d, nn.LogSoftmax), _Converter._softmax),
-    ((nn.ZeroPad2d, nn.ConstantPad2d, nn.ReflectionPad2d, nn.ReplicationPad2d), _Converter._pad),
+    ((nn.ZeroPad2d, nn.ConstantPad2d, nn.ReflectionPad2d, nn.ReplicationPad2d,
+      nn.CircularPad2d), _Converter._pad),
     ((nn.PixelShuffle, nn.PixelUnshuffle, nn.ChannelShuffle), _Converter._shuffle),
 ]
 _FUNCTION_HANDLERS: dict[Any, Callable[..., Any]] = {
@@ -511,6 +605,8 @@ _FUNCTION_HANDLERS: dict[Any, Callable[..., Any]] = {
     F.pad: _Converter._f_pad,
     F.softmax: _Converter._f_softmax,
     torch.softmax: _Converter._f_softmax,
+    F.log_softmax: _Converter._f_softmax,
+    torch.log_softmax: _Converter._f_softmax,
     torch.mean: _Converter._f_mean,
     F.conv2d: _Converter._f_conv,
     F.linear: _Converter._f_linear,
@@ -541,13 +637,16 @@ def _conv_padding(padding: Any, in_shape: tuple[int, ...], out_shape: tuple[int,
 
 
 def _window_pool(op_type: str, kernel: Any, stride: Any, padding: Any, dilation: Any,
-                 ceil_mode: bool) -> dict[str, Any] | object:
+                 ceil_mode: bool, count_include_pad: bool = True) -> dict[str, Any] | object:
     k, s, p = _pair(kernel), _pair(stride if stride is not None else kernel), _pair(padding)
     pad = (p[0], p[1], p[0], p[1])
     if is_identity_window(k, s, pad):
         return _ALIAS
+    attrs: dict[str, Any] = {"ceil_mode": bool(ceil_mode)}
+    if op_type == "avg" and not count_include_pad and any(pad):
+        attrs["count_include_pad"] = False
     return {"kind": OpKind.POOL, "op_type": op_type, "kernel": k, "stride": s, "padding": pad,
-            "dilation": _pair(dilation), "attrs": {"ceil_mode": bool(ceil_mode)}}
+            "dilation": _pair(dilation), "attrs": attrs}
 
 
 def _adaptive(op_type: str, in_shape: tuple[int, ...],
@@ -563,10 +662,75 @@ def _adaptive(op_type: str, in_shape: tuple[int, ...],
             "attrs": {"adaptive": True}}
 
 
-def _slice_spec(node: fx.Node, src: fx.Node) -> dict[str, Any] | object:
+def _slice_spec(node: fx.Node, src: fx.Node, of_split: bool) -> dict[str, Any] | object:
     if _shape(node) == _shape(src):
         return _ALIAS
-    return {"kind": OpKind.SLICE, "op_type": "slice"}
+    if of_split:
+        attrs = _split_slice(node.args[0], node.args[1], _shape(src))
+    else:
+        attrs = _index_slice(node.args[1], _shape(src))
+        if attrs == {}:  # only None / full slices: the index just adds axes
+            return {"kind": OpKind.RESHAPE, "op_type": "unsqueeze"}
+    return {"kind": OpKind.SLICE, "op_type": "slice", "attrs": attrs or {}}
+
+
+def _split_slice(split: fx.Node, k: Any, in_shape: tuple[int, ...]) -> dict[str, Any] | None:
+    """Slice attrs of output `k` of a split/chunk/unbind node (None if not determinable)."""
+    outs = split.meta.get(_SHAPE)
+    if not isinstance(k, int) or not isinstance(outs, list) or not -len(outs) <= k < len(outs):
+        return None
+    k %= len(outs)
+    if len(outs[k]) == len(in_shape) - 1:  # unbind
+        axis = int(_arg(split, 1, "dim", 0)) % len(in_shape)
+        return {"axis": axis, "start": k, "end": k + 1, "step": 1}
+    axes = [i for i in range(len(in_shape)) if any(o[i] != in_shape[i] for o in outs)]
+    if len(axes) != 1 or any(len(o) != len(in_shape) for o in outs):
+        return None
+    axis = axes[0]
+    start = sum(o[axis] for o in outs[:k])
+    return {"axis": axis, "start": start, "end": start + outs[k][axis], "step": 1}
+
+
+def _index_slice(index: Any, in_shape: tuple[int, ...]) -> dict[str, Any] | None:
+    """Slice attrs of ``x[index]`` for basic indexing (ints, slices, None, ...), else None."""
+    items = list(index) if isinstance(index, tuple) else [index]
+    if not all(i is None or i is Ellipsis or isinstance(i, (int, slice)) for i in items):
+        return None
+    if any(isinstance(i, slice) and not all(isinstance(v, (int, type(None)))
+                                            for v in (i.start, i.stop, i.step)) for i in items):
+        return None
+    consumed = sum(1 for i in items if i is not None and i is not Ellipsis)
+    if Ellipsis in items:
+        at = items.index(Ellipsis)
+        items[at:at + 1] = [slice(None)] * (len(in_shape) - consumed)
+    axes, starts, ends, steps = [], [], [], []
+    dim = 0
+    for item in items:
+        if item is None:
+            continue
+        if dim >= len(in_shape):
+            return None
+        size = in_shape[dim]
+        if isinstance(item, int):
+            if not -size <= item < size:
+                return None
+            start, end, step = item % size, item % size + 1, 1
+        else:
+            start, end, step = item.indices(size)
+            if step < 1:
+                return None
+        if (start, end, step) != (0, size, 1):
+            axes.append(dim)
+            starts.append(start)
+            ends.append(max(start, end))
+            steps.append(step)
+        dim += 1
+    if not axes:
+        return {}
+    if len(axes) == 1:
+        return {"axis": axes[0], "start": starts[0], "end": ends[0], "step": steps[0]}
+    return {"axis": tuple(axes), "start": tuple(starts), "end": tuple(ends),
+            "step": tuple(steps)}
 
 
 def _reshape_spec(node: fx.Node, op_type: str) -> dict[str, Any] | object:
@@ -576,10 +740,126 @@ def _reshape_spec(node: fx.Node, op_type: str) -> dict[str, Any] | object:
     return {"kind": OpKind.RESHAPE, "op_type": op_type}
 
 
-def _pad_spec(node: fx.Node, pad: tuple[int, ...]) -> dict[str, Any]:
+def _pad_spec(node: fx.Node, pad: tuple[int, ...], mode: str = "constant",
+              value: Any = 0.0) -> dict[str, Any] | None:
+    if len(pad) > 4 and any(pad[4:]):
+        return None  # padding of the channel or batch axis: the IR pads H and W only
     left, right, top, bottom = (tuple(pad) + (0, 0, 0, 0))[:4]
-    return {"kind": OpKind.PAD, "op_type": "pad",
+    attrs: dict[str, Any] = {}
+    if mode != "constant":
+        attrs["mode"] = str(mode)
+    elif value:
+        attrs["value"] = float(value)
+    return {"kind": OpKind.PAD, "op_type": "pad", "attrs": attrs,
             "padding": (int(top), int(left), int(bottom), int(right))}
+
+
+_SHUFFLE_ATTRS = ("upscale_factor", "downscale_factor", "groups")
+
+
+def _transpose_spec(node: fx.Node, op_type: str) -> dict[str, Any] | None:
+    rank = len(_shape(node))
+    attrs: dict[str, Any] = {}
+    rest = list(node.args[1:])
+    if op_type == "permute":
+        dims = rest[0] if len(rest) == 1 else rest or node.kwargs.get("dims")
+        if not isinstance(dims, (tuple, list)) or not all(isinstance(d, int) for d in dims):
+            return None
+        attrs["perm"] = tuple(int(d) % rank for d in dims)
+    elif op_type == "transpose":
+        d0 = rest[0] if rest else node.kwargs.get("dim0")
+        d1 = rest[1] if len(rest) > 1 else node.kwargs.get("dim1")
+        if not isinstance(d0, int) or not isinstance(d1, int):
+            return None
+        perm = list(range(rank))
+        perm[d0 % rank], perm[d1 % rank] = perm[d1 % rank], perm[d0 % rank]
+        attrs["perm"] = tuple(perm)
+    else:
+        key = {"pixel_shuffle": "upscale_factor", "pixel_unshuffle": "downscale_factor",
+               "channel_shuffle": "groups"}[op_type]
+        value = rest[0] if rest else node.kwargs.get(key)
+        if not isinstance(value, int):
+            return None
+        attrs[key] = int(value)
+    return {"kind": OpKind.TRANSPOSE, "op_type": op_type, "attrs": attrs}
+
+
+def _softmax_spec(node: fx.Node, dim: Any, log: bool) -> dict[str, Any] | None:
+    rank = len(_shape(node))
+    if dim is None:  # torch's implicit dimension (deprecated)
+        dim = 0 if rank in (0, 1, 3) else 1
+    if not isinstance(dim, int):
+        return None
+    attrs: dict[str, Any] = {"axis": int(dim) % rank}
+    if log:
+        attrs["log"] = True
+    return {"kind": OpKind.SOFTMAX, "op_type": "softmax", "attrs": attrs}
+
+
+def _resize_spec(mode: Any, align_corners: Any) -> dict[str, Any]:
+    attrs: dict[str, Any] = {"mode": str(mode)}
+    if align_corners:
+        attrs["align_corners"] = True
+    return {"kind": OpKind.RESIZE, "op_type": "resize", "attrs": attrs}
+
+
+def _act_attrs(act: str, get: Callable[[str, int, Any], Any]) -> dict[str, Any]:
+    """Activation parameters that differ from their defaults, by attr name."""
+    attrs: dict[str, Any] = {}
+    for key, pos, default in _ACT_PARAMS.get(act, ()):
+        value = get(key, pos, default)
+        if isinstance(default, float):
+            value = float(value)
+        if value != default:
+            attrs[key] = value
+    return attrs
+
+
+def _act_spec(node: fx.Node, act: str) -> dict[str, Any]:
+    attrs = _act_attrs(act, lambda key, pos, default: _arg(node, pos, key, default))
+    return {"kind": OpKind.ELTWISE_UNARY, "op_type": act, "attrs": attrs}
+
+
+def _clamp_spec(node: fx.Node) -> dict[str, Any] | None:
+    low, high = _arg(node, 1, "min", None), _arg(node, 2, "max", None)
+    if not all(v is None or isinstance(v, (int, float)) for v in (low, high)):
+        return None  # tensor bounds
+    attrs = {k: float(v) for k, v in (("min_val", low), ("max_val", high)) if v is not None}
+    if attrs == {"min_val": 0.0, "max_val": 6.0}:
+        return {"kind": OpKind.ELTWISE_UNARY, "op_type": "relu6"}
+    return {"kind": OpKind.ELTWISE_UNARY, "op_type": "clip", "attrs": attrs}
+
+
+def _arg(node: fx.Node, pos: int, key: str, default: Any) -> Any:
+    """Argument `key` of a call, given at position `pos` (the input being 0) or by keyword."""
+    if len(node.args) > pos:
+        return node.args[pos]
+    return node.kwargs.get(key, default)
+
+
+def _is_stochastic_depth(target: Any) -> bool:
+    """torchvision's StochasticDepth module or function: the identity at inference."""
+    kind = target if isinstance(target, type) or callable(target) and not isinstance(
+        target, nn.Module) else type(target)
+    return (getattr(kind, "__name__", "") in ("StochasticDepth", "stochastic_depth")
+            and str(getattr(kind, "__module__", "")).startswith("torchvision."))
+
+
+def _bn_params(mod: nn.BatchNorm2d) -> dict[str, torch.Tensor] | None:
+    """scale and shift of an inference BatchNorm (None without running statistics)."""
+    if mod.running_mean is None or mod.running_var is None:
+        return None
+    scale = torch.rsqrt(mod.running_var.detach().double() + mod.eps)
+    if mod.weight is not None:
+        scale = scale * mod.weight.detach().double()
+    shift = -mod.running_mean.detach().double() * scale
+    if mod.bias is not None:
+        shift = shift + mod.bias.detach().double()
+    return {"scale": scale.float(), "shift": shift.float()}
+
+
+def _param(t: torch.Tensor) -> torch.Tensor:
+    return t.detach().to(torch.float32).clone()
 
 
 def _normalized(node: fx.Node, gm: fx.GraphModule) -> dict[str, Any]:
