@@ -1,7 +1,9 @@
-"""The workload layer: the ComputeGraph IR, its importers (torch, ONNX) and the model zoo.
+"""The workload layer: the ComputeGraph IR, its importers (torch, ONNX), the model zoo and the
+IR executor.
 
-The importers pull in torch and onnx, so they are loaded on first use: code that only needs the
-IR (cost models, search) imports `simulator.workload.graph` without paying for torch.
+The importers and the executor pull in torch and onnx, so they are loaded on first use: code that
+only needs the IR (cost models, search) imports `simulator.workload.graph` without paying for
+torch.
 """
 
 from __future__ import annotations
@@ -9,12 +11,28 @@ from __future__ import annotations
 from simulator.lazy import lazy_exports
 from simulator.workload.graph import ComputeGraph, MappingType, Op, OpKind
 
-__all__ = ["ComputeGraph", "MappingType", "Op", "OpKind", "from_onnx", "from_torch", "load"]
+__all__ = [
+    "ComputeGraph",
+    "MappingType",
+    "Op",
+    "OpKind",
+    "execute",
+    "from_onnx",
+    "from_onnx_with_params",
+    "from_torch",
+    "from_torch_with_params",
+    "load",
+    "random_params",
+]
 
 _LAZY = {
     "from_torch": "simulator.workload.torch_import",
+    "from_torch_with_params": "simulator.workload.torch_import",
     "from_onnx": "simulator.workload.onnx_import",
+    "from_onnx_with_params": "simulator.workload.onnx_import",
     "load": "simulator.workload.loader",
+    "execute": "simulator.workload.execute",
+    "random_params": "simulator.workload.execute",
 }
 
 
