@@ -20,7 +20,10 @@ or input-channel slices with partial sums), made explicit in the graph:
 ``fission-rows``
     conv / dwconv / pool -> P row bands: row SLICEs of the input with the halo the window
     needs, one op per band (top / bottom padding only where the band's window reaches the
-    padding), a CONCAT on the height axis. The weights are repeated in every band.
+    padding), a CONCAT on the height axis. The weights are repeated in every band. A band
+    seldom needs less buffer than the whole op (LBDF holds a window of rows whatever the
+    height, BRR already runs row tiles): it does where the padding clips a band's window
+    (large windows on small maps), so this rule is rarely proposed.
 
 The op that produces the original tensor (the CONCAT, or the last add) keeps the original
 op's name, so its consumers and the network outputs are unchanged; new ops are named
