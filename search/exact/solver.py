@@ -168,9 +168,17 @@ class _Budget:
         return bool(self.reason)
 
 
-def _successors(arcs: _Arcs, space: CandidateSpace,
-                max_states: int | None) -> dict[int, list[int]]:
-    """Every down-set reachable with the sets of `space` (fitting or not): its arcs."""
+class _ListingCap(StateCap):
+    """The deadline passed while the down-sets were being listed (a graph with wide antichains,
+    e.g. the pieces of a fissioned op, has exponentially many)."""
+
+
+def _successors(arcs: _Arcs, space: CandidateSpace, max_states: int | None,
+                deadline: float | None = None) -> dict[int, list[int]]:
+    """Every down-set reachable with the sets of `space` (fitting or not): its arcs.
+
+    Raises:
+        StateCap: more than `max_states` down-sets; `_ListingCap` when `deadline` passes."""
     masks, preds = space.masks, space.pred_masks
     out: dict[int, list[int]] = {}
     stack = [0]
@@ -180,6 +188,8 @@ def _successors(arcs: _Arcs, space: CandidateSpace,
             continue
         if max_states is not None and len(out) >= max_states:
             raise StateCap(f"state cap ({max_states:,})")
+        if deadline is not None and len(out) % 1024 == 0 and time.perf_counter() > deadline:
+            raise _ListingCap(f"time cap while listing the down-sets ({len(out):,} listed)")
         ks = [k for v in arcs.frontier(placed) for k in arcs.by_op[v]
               if masks[k] & placed == 0 and preds[k] & ~placed == 0]
         out[placed] = ks
@@ -230,7 +240,7 @@ class _LazyAStar:
         order = sorted(range(len(space)), key=lambda k: space.masks[k])
         arcs = _Arcs(graph, space.masks, order)
         self.full = (1 << arcs.n) - 1
-        self.succ = _successors(arcs, space, max_states)
+        self.succ = _successors(arcs, space, max_states, budget.deadline)
         self.h = _heuristic(self.succ, space)
         singletons = [k for k in range(len(space)) if space.masks[k].bit_count() == 1]
         self.known: dict[int, Candidate | None] = {
@@ -323,6 +333,24 @@ def _mbu(path: Sequence[Candidate]) -> int:
     return max((c.buffer_bytes for c in path if c.fused), default=0)
 
 
+def _segment_fallback(graph: ComputeGraph, cache: CostCache, space: CandidateSpace,
+                      reason: str, seconds: float) -> ExactResult:
+    """The optimal segment plan (`search.baselines.segment_dp`) when the A* cannot start within
+    the time limit: valid, not proven optimal, no bound."""
+    from search.baselines import segment_dp
+    from simulator.cost import evaluate_plan
+
+    plan = segment_dp(graph, cache).plan
+    cost = evaluate_plan(graph, plan, cache.hw, cache.scheme, cache)
+    return ExactResult(
+        plan=plan, dram_bytes=cost.dram_bytes, cycles=cost.cycles,
+        mbu_bytes=max((g.buffer_bytes for g in cost.groups if not g.runs_alone), default=0),
+        candidates=len(space), costed=0, states=0, seconds=space.seconds + seconds,
+        enumeration_seconds=space.seconds, optimal=False,
+        cap_reason="; ".join(r for r in (space.cap_reason, f"{reason}: the optimal segment "
+                                         "plan instead") if r))
+
+
 def solve(graph: ComputeGraph, cache: CostCache, space: CandidateSpace, *,
           max_costed: int | None = None, time_limit: float | None = None,
           max_states: int | None = None) -> ExactResult:
@@ -342,7 +370,10 @@ def solve(graph: ComputeGraph, cache: CostCache, space: CandidateSpace, *,
     """
     t = time.perf_counter()
     budget = _Budget(max_costed, None if time_limit is None else t + time_limit)
-    search = _LazyAStar(graph, cache, space, max_states, budget)
+    try:
+        search = _LazyAStar(graph, cache, space, max_states, budget)
+    except _ListingCap as cap:
+        return _segment_fallback(graph, cache, space, str(cap), time.perf_counter() - t)
     path, states = search.run()
     costed = search.costed
     bound = search.bound

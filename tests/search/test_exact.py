@@ -430,3 +430,25 @@ def test_exact_search_through_driver(objectives, hw):
     best = optimum(graph, CostCache(graph, hardware, "brr"))
     assert algo.done and result.cost.dram_bytes == best.dram_bytes
     assert result.plan == best.plan
+
+
+def test_a_state_space_too_wide_for_the_time_limit_gives_the_segment_plan_in_time(hw):
+    """Twenty parallel branches have 2^20 down-sets: listing them cannot finish in the time
+    limit, so the solver answers the optimal segment plan, valid and not claimed optimal,
+    instead of overrunning the limit (a fissioned op's pieces form such antichains)."""
+    import time
+
+    net = Net("wide", (1, 8, 8, 8))
+    stem = net.conv("stem", "x", 8, k=1)
+    branches = [net.conv(f"b{k}", stem, 2, k=1) for k in range(20)]
+    out = branches[0]
+    for k, b in enumerate(branches[1:]):
+        out = net.concat(f"cat{k}", out, b)
+    graph = net.build(out)
+    cache = CostCache(graph, hw(64 * 1024), "lbdf")
+    started = time.perf_counter()
+    res = optimum(graph, cache, time_limit=0.5)
+    assert time.perf_counter() - started < 5.0
+    assert not res.optimal and "listing the down-sets" in res.cap_reason
+    cost = evaluate_plan(graph, res.plan, cache.hw, "lbdf", cache)
+    assert cost.valid and cost.dram_bytes == res.dram_bytes == segment_dp(graph, cache).dram_bytes
