@@ -98,6 +98,12 @@ def _hardsigmoid(x: torch.Tensor, p: Mapping[str, Any]) -> torch.Tensor:
     return torch.clamp(x * float(p.get("alpha", 1 / 6)) + float(p.get("beta", 0.5)), 0.0, 1.0)
 
 
+def _threshold(x: torch.Tensor, p: Mapping[str, Any]) -> torch.Tensor:
+    if "threshold" not in p or "value" not in p:
+        raise ExecutionError("threshold needs its threshold and value parameters")
+    return F.threshold(x, float(p["threshold"]), float(p["value"]))
+
+
 _ACTIVATION_FNS: dict[str, Callable[[torch.Tensor, Mapping[str, Any]], torch.Tensor]] = {
     "relu": lambda x, p: F.relu(x),
     "relu6": lambda x, p: F.relu6(x),
@@ -116,6 +122,13 @@ _ACTIVATION_FNS: dict[str, Callable[[torch.Tensor, Mapping[str, Any]], torch.Ten
     "softplus": lambda x, p: F.softplus(x, float(p.get("beta", 1.0)),
                                         float(p.get("threshold", 20.0))),
     "selu": lambda x, p: F.selu(x),
+    "celu": lambda x, p: F.celu(x, float(p.get("alpha", 1.0))),
+    "softsign": lambda x, p: F.softsign(x),
+    "tanhshrink": lambda x, p: F.tanhshrink(x),
+    "logsigmoid": lambda x, p: F.logsigmoid(x),
+    "hardshrink": lambda x, p: F.hardshrink(x, float(p.get("lambd", 0.5))),
+    "softshrink": lambda x, p: F.softshrink(x, float(p.get("lambd", 0.5))),
+    "threshold": _threshold,
     "exp": lambda x, p: torch.exp(x),
     "log": lambda x, p: torch.log(x),
     "sqrt": lambda x, p: torch.sqrt(x),

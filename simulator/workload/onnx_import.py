@@ -6,7 +6,9 @@ value computed only from constants or tensor shapes are constants, not ops. Each
 becomes one op named after the node, except aliases (Identity, Dropout, Cast, identity pooling
 windows, same-shape reshapes), a BatchNormalization folded into the convolution it follows, and
 the gates ``Mul(x, Sigmoid(x))`` and ``Mul(x, HardSigmoid(x))`` that exporters emit for SiLU and
-Hardswish, which become one ``silu`` / ``hardswish`` op as `from_torch` produces them.
+Hardswish, which become one ``silu`` / ``hardswish`` op as `from_torch` produces them, and the
+``Reshape -> Transpose -> Reshape`` of a channel shuffle, which becomes one ``channel_shuffle``
+op.
 
 Shape inference runs on a light copy of the model (nodes sorted, inputs fixed, large weights
 reduced to their dimensions), so its cost does not grow with the weights and models over
@@ -567,13 +569,15 @@ def _claim(w: _Walk, base: str) -> str:
 
 def _emit(w: _Walk, node: onnx.NodeProto, kind: OpKind, op_type: str, inputs: Sequence[str], *,
           output: str | None = None, name: str | None = None,
-          attrs: Mapping[str, Any] | None = None, **spec_fields: Any) -> str:
-    """Add an op reading the activation tensors `inputs`; returns its name."""
+          attrs: Mapping[str, Any] | None = None, refs: Sequence[str] = (),
+          **spec_fields: Any) -> str:
+    """Add an op reading the activation tensors `inputs` (then the ops or network inputs named
+    in `refs`); returns its name."""
     out = output or node.output[0]
     shape = _shape(w, out, node)
     op_name = _claim(w, name or _label(node))
     w.specs[op_name] = OpSpec(name=op_name, kind=kind, op_type=op_type,
-                              inputs=tuple(w.act[t] for t in inputs), output_shape=shape,
+                              inputs=(*(w.act[t] for t in inputs), *refs), output_shape=shape,
                               attrs=freeze_attrs(attrs or {}), **spec_fields)
     w.act[out] = op_name
     w.uses[op_name] += w.raw_uses[out]
@@ -707,7 +711,8 @@ def _activation_attrs(node: onnx.NodeProto) -> dict[str, Any]:
     if node.op_type == "LeakyRelu" and not math.isclose(a.get("alpha", 0.01), 0.01,
                                                         rel_tol=1e-6):
         out["negative_slope"] = float(a["alpha"])
-    elif node.op_type == "Elu" and not math.isclose(a.get("alpha", 1.0), 1.0, rel_tol=1e-6):
+    elif node.op_type in ("Elu", "Celu") and not math.isclose(a.get("alpha", 1.0), 1.0,
+                                                               rel_tol=1e-6):
         out["alpha"] = float(a["alpha"])
     elif node.op_type == "Gelu" and a.get("approximate", "none") != "none":
         out["approximate"] = str(a["approximate"])
@@ -727,6 +732,26 @@ def _gate_of(node: onnx.NodeProto) -> str | None:
             and math.isclose(a.get("beta", 0.5), 0.5)):
         return "hardswish"
     return None
+
+
+def _thresholded_relu(w: _Walk, node: onnx.NodeProto) -> None:
+    """``x if x > alpha else 0``: torch's ``threshold(x, alpha, 0)``."""
+    alpha = float(_attrs(node).get("alpha", 1.0))
+    _emit(w, node, OpKind.ELTWISE_UNARY, "threshold", [_data_input(w, node)],
+          attrs={"threshold": alpha, "value": 0.0})
+
+
+def _shrink(w: _Walk, node: onnx.NodeProto) -> None:
+    """Shrink with bias 0 is torch's hardshrink, with bias = lambd its softshrink."""
+    x = _data_input(w, node)
+    a = _attrs(node)
+    lambd, bias = float(a.get("lambd", 0.5)), float(a.get("bias", 0.0))
+    if bias != 0.0 and not math.isclose(bias, lambd, rel_tol=1e-6):
+        raise _Unsupported(f"bias {bias:g} is neither 0 (hardshrink) nor lambd {lambd:g} "
+                           "(softshrink)")
+    attrs = {} if math.isclose(lambd, 0.5, rel_tol=1e-6) else {"lambd": lambd}
+    _emit(w, node, OpKind.ELTWISE_UNARY, "hardshrink" if bias == 0.0 else "softshrink", [x],
+          attrs=attrs)
 
 
 def _clip(w: _Walk, node: onnx.NodeProto) -> None:
@@ -952,7 +977,33 @@ def _reshape(w: _Walk, node: onnx.NodeProto) -> None:
     if _shape(w, node.output[0], node) == _shape(w, x, node):
         _alias(w, node.output[0], x)
         return
-    _emit(w, node, OpKind.RESHAPE, node.op_type.lower(), [x])
+    if not _fuse_channel_shuffle(w, node, x):
+        _emit(w, node, OpKind.RESHAPE, node.op_type.lower(), [x])
+
+
+def _fuse_channel_shuffle(w: _Walk, node: onnx.NodeProto, x: str) -> bool:
+    """Replace ``Reshape(N, g, C/g, ...) -> Transpose(0, 2, 1, ...) -> Reshape(N, C, ...)`` (a
+    channel shuffle as exporters write it) by one ``channel_shuffle`` op, as `from_torch`
+    imports it; False if the ops before `node` do not form one."""
+    swap = w.specs.get(w.act[x])
+    if swap is None or swap.kind is not OpKind.TRANSPOSE or w.uses[swap.name] != 1:
+        return False
+    split = w.specs.get(swap.inputs[0])
+    if split is None or split.kind is not OpKind.RESHAPE or w.uses[split.name] != 1:
+        return False
+    src = split.inputs[0]
+    source = w.specs[src].output_shape if src in w.specs else w.shapes.get(src)
+    mid, out, rank = split.output_shape, _shape(w, node.output[0], node), len(split.output_shape)
+    if (source != out or rank < 3 or len(out) != rank - 1
+            or dict(swap.attrs).get("perm") != (0, 2, 1, *range(3, rank))
+            or mid[0] != out[0] or mid[1] * mid[2] != out[1] or mid[3:] != out[2:]):
+        return False
+    _drop(w, swap.name)
+    _drop(w, split.name)
+    w.uses[src] += 1
+    _emit(w, node, OpKind.TRANSPOSE, "channel_shuffle", [], refs=[src],
+          attrs={"groups": int(mid[1])})
+    return True
 
 
 def _transpose(w: _Walk, node: onnx.NodeProto) -> None:
@@ -1056,10 +1107,11 @@ def _opaque(w: _Walk, node: onnx.NodeProto) -> None:
 
 
 _ACTIVATION_OPS = ("Relu", "HardSwish", "HardSigmoid", "Sigmoid", "Tanh", "LeakyRelu", "Elu",
-                   "Selu", "Gelu", "Erf", "Exp", "Log", "Sqrt", "Neg", "Abs", "Reciprocal",
-                   "Softplus", "PRelu", "Mish", "Swish")
+                   "Selu", "Celu", "Gelu", "Erf", "Exp", "Log", "Sqrt", "Neg", "Abs",
+                   "Reciprocal", "Softplus", "Softsign", "PRelu", "Mish", "Swish")
 _HANDLERS: dict[str, Callable[[_Walk, onnx.NodeProto], None]] = {
     "Conv": _conv, "BatchNormalization": _batchnorm, "Clip": _clip,
+    "ThresholdedRelu": _thresholded_relu, "Shrink": _shrink,
     **dict.fromkeys(_ACTIVATION_OPS, _activation),
     **dict.fromkeys(("Add", "Sub", "Mul", "Div", "Pow"), _arith),
     "Concat": _concat, "Split": _split, "Slice": _slice, "Gather": _slice,

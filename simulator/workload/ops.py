@@ -30,7 +30,9 @@ ACTIVATIONS: dict[str, str] = {
     "silu": "silu", "swish": "silu", "tanh": "tanh", "gelu": "gelu", "elu": "elu",
     "leakyrelu": "leakyrelu", "leaky_relu": "leakyrelu", "prelu": "prelu", "mish": "mish",
     "softplus": "softplus", "selu": "selu", "exp": "exp", "log": "log", "sqrt": "sqrt",
-    "neg": "neg", "abs": "abs", "erf": "erf", "reciprocal": "reciprocal",
+    "neg": "neg", "abs": "abs", "erf": "erf", "reciprocal": "reciprocal", "celu": "celu",
+    "softsign": "softsign", "tanhshrink": "tanhshrink", "logsigmoid": "logsigmoid",
+    "hardshrink": "hardshrink", "softshrink": "softshrink", "threshold": "threshold",
 }
 
 

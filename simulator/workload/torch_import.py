@@ -2,9 +2,13 @@
 
 Tracing works at module granularity: each leaf module (conv, batchnorm, activation, pool, linear,
 ...) and each tensor function (add, mul, cat, flatten, interpolate, ...) becomes one op; dropout,
-identity and no-op reshapes are removed. BatchNorm that directly follows a convolution with no
-other consumer is folded into it numerically (`fold_batchnorm`), as ONNX inference exports do.
-Shapes come from running the traced module once, node by node, on a random input.
+identity and no-op reshapes are removed, and ShuffleNet's view-transpose-view channel shuffle
+becomes one ``channel_shuffle`` op. A call whose tuple result is not a split (attention's
+``(out, weights)``, ``torch.max``'s ``(values, indices)``) is refused by name. docs/importers.md
+lists what is converted (`simulator.workload.coverage`). BatchNorm that directly follows a
+convolution with no other consumer is folded into it numerically (`fold_batchnorm`), as ONNX
+inference exports do. Shapes come from running the traced module once, node by node, on a random
+input.
 """
 
 from __future__ import annotations
@@ -50,14 +54,22 @@ _BINARY_FUNCS: dict[Any, str] = {
 _BINARY_METHODS = {"add": "add", "add_": "add", "sub": "sub", "sub_": "sub", "mul": "mul",
                    "mul_": "mul", "div": "div", "div_": "div"}
 _ACT_FUNCS: dict[Any, str] = {
-    torch.relu: "relu", F.relu: "relu", F.relu6: "relu6", F.hardswish: "hardswish",
-    F.hardsigmoid: "hardsigmoid", F.silu: "silu", torch.sigmoid: "sigmoid",
-    F.sigmoid: "sigmoid", torch.tanh: "tanh", F.tanh: "tanh", F.gelu: "gelu",
-    F.leaky_relu: "leakyrelu", F.elu: "elu", F.hardtanh: "hardtanh", F.mish: "mish",
-    F.softplus: "softplus", torch.exp: "exp", torch.sqrt: "sqrt", torch.abs: "abs",
-    torch.neg: "neg",
+    torch.relu: "relu", F.relu: "relu", torch.relu_: "relu", F.relu6: "relu6",
+    F.hardswish: "hardswish", F.hardsigmoid: "hardsigmoid", F.silu: "silu",
+    torch.sigmoid: "sigmoid", F.sigmoid: "sigmoid", torch.tanh: "tanh", F.tanh: "tanh",
+    F.gelu: "gelu", F.leaky_relu: "leakyrelu", F.leaky_relu_: "leakyrelu", F.elu: "elu",
+    F.elu_: "elu", F.hardtanh: "hardtanh", F.hardtanh_: "hardtanh", F.mish: "mish",
+    F.softplus: "softplus", F.selu: "selu", torch.selu: "selu", torch.selu_: "selu",
+    F.celu: "celu", torch.celu: "celu", torch.celu_: "celu", F.softsign: "softsign",
+    F.tanhshrink: "tanhshrink", F.logsigmoid: "logsigmoid", F.hardshrink: "hardshrink",
+    F.softshrink: "softshrink", F.threshold: "threshold", torch.threshold: "threshold",
+    torch.threshold_: "threshold", torch.exp: "exp", torch.log: "log", torch.sqrt: "sqrt",
+    torch.abs: "abs", torch.neg: "neg", torch.erf: "erf", torch.reciprocal: "reciprocal",
 }
-_ACT_METHODS = {"relu", "relu_", "sigmoid", "sigmoid_", "tanh", "exp", "sqrt", "abs", "neg"}
+# Tensor methods that are activations (an in-place variant, name + "_", too).
+_ACT_METHODS = {"relu", "sigmoid", "tanh", "exp", "log", "sqrt", "abs", "neg", "erf",
+                "reciprocal", "hardshrink"}
+_RRELU_FUNCS = {F.rrelu, torch.rrelu, torch.rrelu_}
 _CLAMP_FUNCS = {torch.clamp, torch.clip}
 _CLAMP_METHODS = {"clamp", "clamp_", "clip", "clip_"}
 _LOG_SOFTMAX = {F.log_softmax, torch.log_softmax}
@@ -69,18 +81,45 @@ _ACT_PARAMS: dict[str, tuple[tuple[str, int, Any], ...]] = {
     "elu": (("alpha", 1, 1.0),),
     "gelu": (("approximate", 1, "none"),),
     "softplus": (("beta", 1, 1.0), ("threshold", 2, 20.0)),
+    "celu": (("alpha", 1, 1.0),),
+    "hardshrink": (("lambd", 1, 0.5),),
+    "softshrink": (("lambd", 1, 0.5),),
+    "threshold": (("threshold", 1, None), ("value", 2, None)),  # no defaults: always recorded
 }
 _RESHAPE_FUNCS = {torch.flatten: "flatten", torch.reshape: "reshape", torch.squeeze: "squeeze",
-                  torch.unsqueeze: "unsqueeze"}
-_RESHAPE_METHODS = {"view", "reshape", "flatten", "squeeze", "unsqueeze", "view_as",
-                    "reshape_as", "expand_as"}
-_ALIAS_METHODS = {"contiguous", "clone", "detach", "to", "float", "type_as", "cpu"}
-_ALIAS_FUNCS = {F.dropout, F.dropout2d, torch.clone}
+                  torch.unsqueeze: "unsqueeze", torch.unflatten: "unflatten"}
+_RESHAPE_METHODS = {"view", "reshape", "flatten", "unflatten", "squeeze", "unsqueeze",
+                    "view_as", "reshape_as", "expand_as"}
+# Identities at inference: copies, dtype and device moves, and every dropout (the IR models
+# inference, so a dropout is the identity even when called with training=True).
+_ALIAS_METHODS = {"contiguous", "clone", "detach", "detach_", "requires_grad_", "to", "float",
+                  "double", "half", "bfloat16", "type", "type_as", "cpu"}
+_ALIAS_FUNCS = {F.dropout, F.dropout1d, F.dropout2d, F.dropout3d, F.alpha_dropout,
+                F.feature_alpha_dropout, torch.dropout, torch.dropout_, torch.alpha_dropout,
+                torch.alpha_dropout_, torch.feature_dropout, torch.feature_dropout_,
+                torch.feature_alpha_dropout, torch.feature_alpha_dropout_, torch.clone,
+                torch.detach}
+_ALIAS_MODULES = (nn.Dropout, nn.Dropout1d, nn.Dropout2d, nn.Dropout3d, nn.AlphaDropout,
+                  nn.FeatureAlphaDropout, nn.Identity)
 _CAT_FUNCS = {torch.cat, torch.concat, torch.concatenate}
-_TRANSPOSE_FUNCS = {torch.transpose, torch.permute, F.pixel_shuffle, F.pixel_unshuffle,
-                    torch.channel_shuffle}
+# Axis permutations, by the op_type they become ("transpose" swaps two axes).
+_PERMUTE_FUNCS: dict[Any, str] = {
+    torch.transpose: "transpose", torch.swapaxes: "transpose", torch.swapdims: "transpose",
+    torch.t: "transpose", torch.permute: "permute", torch.movedim: "permute",
+    torch.moveaxis: "permute",
+}
+_PERMUTE_METHODS = {"transpose": "transpose", "transpose_": "transpose",
+                    "swapaxes": "transpose", "swapdims": "transpose", "t": "transpose",
+                    "permute": "permute", "movedim": "permute", "moveaxis": "permute"}
+_PERMUTE_ATTRS = {"T": "permute", "mT": "transpose", "H": "permute", "mH": "transpose"}
+_SHUFFLE_FUNCS = {F.pixel_shuffle, F.pixel_unshuffle, torch.channel_shuffle}
+_SHUFFLE_MODULES = ((nn.PixelShuffle, "pixel_shuffle"), (nn.PixelUnshuffle, "pixel_unshuffle"),
+                    (nn.ChannelShuffle, "channel_shuffle"))
 _SPLIT_FUNCS = {torch.chunk, torch.split, torch.tensor_split, torch.unbind}
 _SPLIT_METHODS = {"chunk", "split", "tensor_split", "unbind"}
+_SOFTMAX_METHODS = {"softmax": False, "log_softmax": True}  # name -> log
+_MATMUL_FUNCS = {torch.matmul, operator.matmul, torch.mm}
+_MATMUL_METHODS = {"matmul", "mm", "__matmul__"}
 
 
 def check_input_shape(shape: Sequence[int] | str) -> tuple[int, ...]:
@@ -115,7 +154,11 @@ def fold_batchnorm(gm: fx.GraphModule) -> fx.GraphModule:
     Returns a new GraphModule whose outputs equal the original's in eval mode (up to rounding);
     the input is not modified.
     """
-    gm = copy.deepcopy(gm).eval()
+    return _fold_batchnorm_in_place(copy.deepcopy(gm).eval())
+
+
+def _fold_batchnorm_in_place(gm: fx.GraphModule) -> fx.GraphModule:
+    """`fold_batchnorm` on `gm` itself (a private copy: saves a copy of a large model)."""
     modules = dict(gm.named_modules())
     for node in list(gm.graph.nodes):
         conv_node = _foldable_conv(node, modules)
@@ -188,7 +231,7 @@ def _import(module: nn.Module, input_shape: Sequence[int] | str, name: str | Non
     name = name or type(module).__name__
     gm = trace(module, name)
     if fold_bn:
-        gm = fold_batchnorm(gm)
+        gm = _fold_batchnorm_in_place(gm)
     _propagate_shapes(gm, shape, name)
     converter = _Converter(gm, name, allow_opaque, with_params)
     return converter.convert(), converter.params
@@ -211,6 +254,13 @@ class _ShapeRecorder(fx.Interpreter):
             n.meta[_SHAPE] = [tuple(int(d) for d in r.shape) for r in result]
         else:
             n.meta.pop(_SHAPE, None)
+            if isinstance(result, int) and not isinstance(result, bool):
+                n.meta[_INT] = result  # a size: indexing with it is still basic indexing
+            if isinstance(result, (tuple, list)) and any(
+                    isinstance(r, torch.Tensor) for r in result):
+                # tensors mixed with other values (nn.MultiheadAttention's (out, None))
+                n.meta[_MIXED] = [tuple(int(d) for d in r.shape)
+                                  if isinstance(r, torch.Tensor) else None for r in result]
         return result
 
 
@@ -221,6 +271,8 @@ class _ShapeFailure(Exception):
 
 
 _SHAPE = "fusion_dse_shape"
+_INT = "fusion_dse_int"
+_MIXED = "fusion_dse_mixed"  # per item of a tuple result: its shape, or None for a non-tensor
 
 
 def _propagate_shapes(gm: fx.GraphModule, shape: tuple[int, ...], name: str) -> None:
@@ -249,6 +301,11 @@ def _shape(node: fx.Node) -> tuple[int, ...]:
     return _meta(node)
 
 
+def _is_split(node: fx.Node) -> bool:
+    return (node.op == "call_function" and node.target in _SPLIT_FUNCS
+            or node.op == "call_method" and node.target in _SPLIT_METHODS)
+
+
 def _is_tuple_of_tensors(node: fx.Node) -> bool:
     return isinstance(node.meta.get(_SHAPE), list)
 
@@ -274,6 +331,7 @@ class _Converter:
         self.tuple_source: dict[fx.Node, fx.Node] = {}  # split/chunk node -> its input node
         self.used_names: set[str] = set()
         self.opaque: list[str] = []
+        self.shuffles, self.folded = _channel_shuffles(gm)
 
     def convert(self) -> ComputeGraph:
         outputs: list[str] = []
@@ -294,13 +352,31 @@ class _Converter:
         return [n for n in _flat_nodes((node.args, node.kwargs)) if n in self.tensor]
 
     def _convert_call(self, node: fx.Node) -> None:
+        if node in self.folded:
+            return  # part of a channel shuffle, emitted at its last node
+        if node in self.shuffles:
+            src, groups = self.shuffles[node]
+            self._emit(node, {"kind": OpKind.TRANSPOSE, "op_type": "channel_shuffle",
+                              "attrs": {"groups": groups}}, [self.tensor[src]])
+            return
         if _is_tuple_of_tensors(node):
-            self._remember_split(node)
+            if _is_split(node):
+                self._remember_split(node)
+                return
+            node.meta[_MIXED] = node.meta.pop(_SHAPE)  # a tuple no IR op computes
+        if _MIXED in node.meta and self._tensor_inputs(node):
+            self._convert_mixed(node)
             return
         if _meta(node) is None:
             return  # a shape, a size or another non-tensor value: not an op
+        if node.op == "call_function" and node.target is operator.getitem \
+                and _MIXED in getattr(node.args[0], "meta", {}):
+            self._mixed_item(node)
+            return
         if node.op == "call_function" and node.target is operator.getitem:
             src = self.tuple_source.get(node.args[0], node.args[0])
+            if src not in self.tensor and not self._tensor_inputs(node):
+                return  # an item of a constant (a parameter table indexed by a buffer)
             inputs = [src] if src in self.tensor else []
             spec = _slice_spec(node, src, node.args[0] in self.tuple_source) if inputs \
                 else None
@@ -316,6 +392,28 @@ class _Converter:
             spec = self._opaque(node)
         self._emit(node, spec, [self.tensor[n] for n in inputs])
 
+    def _convert_mixed(self, node: fx.Node) -> None:
+        """A call returning tensors and other values (attention's (out, None)): no IR op
+        computes it, so it is refused by name, or one opaque op (its first tensor)."""
+        spec = self._opaque(node)
+        first = next(s for s in node.meta[_MIXED] if s is not None)
+        self._emit(node, spec, [self.tensor[n] for n in self._tensor_inputs(node)], first)
+
+    def _mixed_item(self, node: fx.Node) -> None:
+        """Item k of a refused call's tuple: its opaque op for the first tensor, another
+        opaque op reading it for any other."""
+        src, k = node.args[0], node.args[1]
+        if src not in self.tensor:
+            return  # the call read no tensor: not an op
+        items = src.meta[_MIXED]
+        if isinstance(k, int) and -len(items) <= k < len(items) \
+                and k % len(items) == next(i for i, s in enumerate(items) if s is not None):
+            self.tensor[node] = self.tensor[src]
+            return
+        what = _describe(src, self.modules)
+        self.opaque.append(f"{what} at {node.name}")
+        self._emit(node, {"kind": OpKind.OPAQUE, "op_type": what.lower()}, [self.tensor[src]])
+
     def _remember_split(self, node: fx.Node) -> None:
         inputs = self._tensor_inputs(node)
         if len(inputs) != 1:
@@ -329,14 +427,15 @@ class _Converter:
             return self._function(node)
         return self._method(node)
 
-    def _emit(self, node: fx.Node, spec: dict[str, Any], inputs: list[str]) -> None:
+    def _emit(self, node: fx.Node, spec: dict[str, Any], inputs: list[str],
+              shape: tuple[int, ...] | None = None) -> None:
         name = self._op_name(node)
         fields = dict(spec)
         tensors = fields.pop("params", None)
         if tensors and self.with_params:
             self.params[name] = {k: _param(v) for k, v in tensors.items() if v is not None}
         self.builder.add_op(name, fields.pop("kind"), fields.pop("op_type"), inputs,
-                            _shape(node), attrs=fields.pop("attrs", None), **fields)
+                            shape or _shape(node), attrs=fields.pop("attrs", None), **fields)
         self.tensor[node] = name
 
     def _op_name(self, node: fx.Node) -> str:
@@ -370,10 +469,14 @@ class _Converter:
         for types, handler in _MODULE_HANDLERS:
             if isinstance(mod, types):
                 return handler(self, node, mod)
+        if isinstance(mod, nn.RReLU):
+            return _rrelu_spec(mod.lower, mod.upper)
         act = ACTIVATIONS.get(type(mod).__name__.lower())
         if act is not None:
             weights = sum(p.numel() for p in mod.parameters())
             attrs = _act_attrs(act, lambda key, _pos, default: getattr(mod, key, default))
+            if attrs is None:
+                return None
             spec = {"kind": OpKind.ELTWISE_UNARY, "op_type": act, "weight_elems": weights,
                     "attrs": attrs}
             if act == "prelu":
@@ -442,8 +545,8 @@ class _Converter:
 
     def _shuffle(self, node: fx.Node, mod: nn.Module) -> dict[str, Any]:
         attrs = {key: int(getattr(mod, key)) for key in _SHUFFLE_ATTRS if hasattr(mod, key)}
-        return {"kind": OpKind.TRANSPOSE, "op_type": type(mod).__name__.lower(),
-                "attrs": attrs}
+        op_type = next(name for cls, name in _SHUFFLE_MODULES if isinstance(mod, cls))
+        return {"kind": OpKind.TRANSPOSE, "op_type": op_type, "attrs": attrs}
 
     # --- call_function / call_method -----------------------------------------------------
 
@@ -453,6 +556,8 @@ class _Converter:
             return self._arith(node, _BINARY_FUNCS[t])
         if t in _ACT_FUNCS:
             return _act_spec(node, _ACT_FUNCS[t])
+        if t in _RRELU_FUNCS:
+            return _rrelu_spec(_arg(node, 1, "lower", 1 / 8), _arg(node, 2, "upper", 1 / 3))
         if t in _CLAMP_FUNCS:
             return _clamp_spec(node)
         if t in _RESHAPE_FUNCS:
@@ -461,10 +566,20 @@ class _Converter:
             return _ALIAS
         if t in _CAT_FUNCS:
             dim = _arg(node, 1, "dim", 0)
+            # operands computed from parameters (ViT's class token) count as weights
+            consts = [n for n in _flat_nodes(node.args) if n not in self.tensor]
             return {"kind": OpKind.CONCAT, "op_type": "concat",
+                    "weight_elems": sum(math.prod(_meta(n) or ()) for n in consts
+                                        if _meta(n) is not None),
                     "attrs": {"axis": int(dim) % len(_shape(node))}}
-        if t in _TRANSPOSE_FUNCS:
-            return _transpose_spec(node, t.__name__)
+        if t in _PERMUTE_FUNCS:
+            return _permute_spec(node, _PERMUTE_FUNCS[t], t.__name__)
+        if t is getattr and node.args[1] in _PERMUTE_ATTRS:
+            return _permute_spec(node, _PERMUTE_ATTRS[node.args[1]], node.args[1])
+        if t in _SHUFFLE_FUNCS:
+            return _shuffle_spec(node, t.__name__)
+        if t in _MATMUL_FUNCS:
+            return self._f_matmul(node)
         handler = _FUNCTION_HANDLERS.get(t)
         return handler(self, node) if handler else None
 
@@ -472,20 +587,22 @@ class _Converter:
         m = node.target
         if m in _BINARY_METHODS:
             return self._arith(node, _BINARY_METHODS[m])
-        if m in _ACT_METHODS:
-            return {"kind": OpKind.ELTWISE_UNARY, "op_type": m.rstrip("_")}
+        if m in _ACT_METHODS or m.endswith("_") and m[:-1] in _ACT_METHODS:
+            return _act_spec(node, ACTIVATIONS[m.rstrip("_")])
         if m in _CLAMP_METHODS:
             return _clamp_spec(node)
         if m in _RESHAPE_METHODS:
             return _reshape_spec(node, m)
         if m in _ALIAS_METHODS:
             return _ALIAS
-        if m in ("permute", "transpose"):
-            return _transpose_spec(node, m)
+        if m in _PERMUTE_METHODS:
+            return _permute_spec(node, _PERMUTE_METHODS[m], m)
         if m == "mean":
             return self._mean(node)
-        if m in ("softmax", "log_softmax"):
-            return _softmax_spec(node, _arg(node, 1, "dim", None), m == "log_softmax")
+        if m in _SOFTMAX_METHODS:
+            return _softmax_spec(node, _arg(node, 1, "dim", None), _SOFTMAX_METHODS[m])
+        if m in _MATMUL_METHODS:
+            return self._f_matmul(node)
         return None
 
     def _arith(self, node: fx.Node, op_type: str) -> dict[str, Any] | None:
@@ -569,6 +686,16 @@ class _Converter:
             "macs": conv_macs(out_shape, in_shape[1], groups, kernel),
         }
 
+    def _f_matmul(self, node: fx.Node) -> dict[str, Any] | None:
+        """``x @ W`` with a constant matrix W is a linear layer (weight W^T); a product of two
+        activations (attention's scores) is refused."""
+        x, other = node.args[0], node.args[1] if len(node.args) > 1 else None
+        w = _const(self.gm, other)
+        if x not in self.tensor or w is None or w.dim() != 2:
+            return None
+        return {"kind": OpKind.LINEAR, "op_type": "linear", "weight_elems": int(w.numel()),
+                "macs": linear_macs(_shape(node), int(w.shape[0])), "params": {"weight": w.T}}
+
     def _f_linear(self, node: fx.Node) -> dict[str, Any] | None:
         a = _normalized(node, self.gm)
         w = _const_shape(self.gm, a["weight"])
@@ -588,7 +715,7 @@ _MODULE_HANDLERS: list[tuple[Any, Callable[..., Any]]] = [
     ((nn.MaxPool2d, nn.AvgPool2d), _Converter._pool),
     ((nn.AdaptiveAvgPool2d, nn.AdaptiveMaxPool2d), _Converter._adaptive_pool),
     ((nn.Flatten, nn.Unflatten), _Converter._reshape),
-    ((nn.Dropout, nn.Dropout2d, nn.Dropout1d, nn.AlphaDropout, nn.Identity), _Converter._alias),
+    (_ALIAS_MODULES, _Converter._alias),
     (nn.Upsample, _Converter._upsample),
     ((nn.Softmax, nn.Softmax2d, nn.LogSoftmax), _Converter._softmax),
     ((nn.ZeroPad2d, nn.ConstantPad2d, nn.ReflectionPad2d, nn.ReplicationPad2d,
@@ -662,16 +789,23 @@ def _adaptive(op_type: str, in_shape: tuple[int, ...],
             "attrs": {"adaptive": True}}
 
 
-def _slice_spec(node: fx.Node, src: fx.Node, of_split: bool) -> dict[str, Any] | object:
-    if _shape(node) == _shape(src):
+def _slice_spec(node: fx.Node, src: fx.Node, of_split: bool) -> dict[str, Any] | object | None:
+    if of_split and _shape(node) == _shape(src):
         return _ALIAS
     if of_split:
         attrs = _split_slice(node.args[0], node.args[1], _shape(src))
     else:
-        attrs = _index_slice(node.args[1], _shape(src))
+        index = fx.node.map_arg(node.args[1], lambda n: n.meta.get(_INT, n))
+        if _flat_nodes(index):
+            return None  # indexing by a tensor (a gather): no IR op
+        attrs = _index_slice(index, _shape(src))
+        if _shape(node) == _shape(src) and attrs is not None:
+            return _ALIAS
         if attrs == {}:  # only None / full slices: the index just adds axes
             return {"kind": OpKind.RESHAPE, "op_type": "unsqueeze"}
-    return {"kind": OpKind.SLICE, "op_type": "slice", "attrs": attrs or {}}
+    if attrs is None:
+        return None  # indexing by a tensor, or bounds not constant: refused by name
+    return {"kind": OpKind.SLICE, "op_type": "slice", "attrs": attrs}
 
 
 def _split_slice(split: fx.Node, k: Any, in_shape: tuple[int, ...]) -> dict[str, Any] | None:
@@ -757,31 +891,126 @@ def _pad_spec(node: fx.Node, pad: tuple[int, ...], mode: str = "constant",
 _SHUFFLE_ATTRS = ("upscale_factor", "downscale_factor", "groups")
 
 
-def _transpose_spec(node: fx.Node, op_type: str) -> dict[str, Any] | None:
+def _permute_spec(node: fx.Node, op_type: str, how: str) -> dict[str, Any] | object | None:
+    """A transpose op with its ``perm``; the identity permutation is an alias.
+
+    Args:
+        node: The call (function, method or attribute access such as ``x.mT``).
+        op_type: "transpose" (two axes swapped) or "permute".
+        how: The torch name, which says how the permutation is given.
+    """
     rank = len(_shape(node))
-    attrs: dict[str, Any] = {}
+    perm = _permutation(node, how.rstrip("_"), rank)
+    if perm is None:
+        return None
+    if perm == tuple(range(rank)):
+        return _ALIAS
+    return {"kind": OpKind.TRANSPOSE, "op_type": op_type, "attrs": {"perm": perm}}
+
+
+def _permutation(node: fx.Node, how: str, rank: int) -> tuple[int, ...] | None:
+    """The permutation `node` applies (output axis i is input axis perm[i]), or None when its
+    arguments are not constants."""
     rest = list(node.args[1:])
-    if op_type == "permute":
+    if how in ("T", "H"):
+        return tuple(range(rank))[::-1]
+    if how in ("mT", "mH", "t"):
+        pair: tuple[Any, Any] = (-2, -1) if rank >= 2 else (0, 0)
+    elif how == "permute":
         dims = rest[0] if len(rest) == 1 else rest or node.kwargs.get("dims")
         if not isinstance(dims, (tuple, list)) or not all(isinstance(d, int) for d in dims):
             return None
-        attrs["perm"] = tuple(int(d) % rank for d in dims)
-    elif op_type == "transpose":
-        d0 = rest[0] if rest else node.kwargs.get("dim0")
-        d1 = rest[1] if len(rest) > 1 else node.kwargs.get("dim1")
-        if not isinstance(d0, int) or not isinstance(d1, int):
-            return None
-        perm = list(range(rank))
-        perm[d0 % rank], perm[d1 % rank] = perm[d1 % rank], perm[d0 % rank]
-        attrs["perm"] = tuple(perm)
-    else:
-        key = {"pixel_shuffle": "upscale_factor", "pixel_unshuffle": "downscale_factor",
-               "channel_shuffle": "groups"}[op_type]
-        value = rest[0] if rest else node.kwargs.get(key)
-        if not isinstance(value, int):
-            return None
-        attrs[key] = int(value)
-    return {"kind": OpKind.TRANSPOSE, "op_type": op_type, "attrs": attrs}
+        return tuple(int(d) % rank for d in dims)
+    elif how in ("movedim", "moveaxis"):
+        return _moved(_arg(node, 1, "source", None), _arg(node, 2, "destination", None), rank)
+    else:  # transpose, swapaxes, swapdims
+        names = {"transpose": ("dim0", "dim1"), "swapaxes": ("axis0", "axis1"),
+                 "swapdims": ("dim0", "dim1")}[how]
+        pair = (_arg(node, 1, names[0], None), _arg(node, 2, names[1], None))
+    if not all(isinstance(d, int) for d in pair):
+        return None
+    perm = list(range(rank))
+    a, b = pair[0] % rank, pair[1] % rank
+    perm[a], perm[b] = perm[b], perm[a]
+    return tuple(perm)
+
+
+def _moved(source: Any, destination: Any, rank: int) -> tuple[int, ...] | None:
+    """The permutation of ``torch.movedim(x, source, destination)``."""
+    src = [source] if isinstance(source, int) else source
+    dst = [destination] if isinstance(destination, int) else destination
+    if not isinstance(src, (tuple, list)) or not isinstance(dst, (tuple, list)) \
+            or len(src) != len(dst) or not all(isinstance(d, int) for d in [*src, *dst]):
+        return None
+    src, dst = [d % rank for d in src], [d % rank for d in dst]
+    perm: list[int | None] = [None] * rank
+    for a, b in zip(src, dst, strict=True):
+        perm[b] = a
+    rest = iter(d for d in range(rank) if d not in src)
+    return tuple(next(rest) if p is None else p for p in perm)
+
+
+def _is_reshape(node: fx.Node) -> bool:
+    return (node.op == "call_method" and node.target in _RESHAPE_METHODS
+            or node.op == "call_function" and node.target in _RESHAPE_FUNCS)
+
+
+def _is_copy(node: fx.Node) -> bool:
+    return (node.op == "call_method" and node.target in ("contiguous", "clone")
+            or node.op == "call_function" and node.target is torch.clone)
+
+
+def _channel_shuffles(gm: fx.GraphModule) -> tuple[dict[fx.Node, tuple[fx.Node, int]],
+                                                     set[fx.Node]]:
+    """ShuffleNet's channel shuffle written as view, transpose, view.
+
+    ``x.view(N, g, C/g, *rest).transpose(1, 2)[.contiguous()].view(N, C, *rest)`` is
+    ``torch.channel_shuffle(x, g)``: one transpose op, as the module form imports, instead of a
+    rank-5 reshape, transpose and reshape. Returns the last node of each such chain mapped to
+    (x, g), and the other nodes of the chains (each read only by the next).
+    """
+    shuffles: dict[fx.Node, tuple[fx.Node, int]] = {}
+    folded: set[fx.Node] = set()
+    for last in gm.graph.nodes:
+        if not _is_reshape(last) or not isinstance(last.args[0], fx.Node):
+            continue
+        chain, node = [], last.args[0]
+        while _is_copy(node) and isinstance(node.args[0], fx.Node):
+            chain.append(node)
+            node = node.args[0]
+        swap = node
+        if swap.op == "call_function" and swap.target in _PERMUTE_FUNCS:
+            name = swap.target.__name__
+        elif swap.op == "call_method" and swap.target in _PERMUTE_METHODS:
+            name = str(swap.target).rstrip("_")
+        else:
+            continue
+        first = swap.args[0]
+        if not isinstance(first, fx.Node) or not _is_reshape(first) \
+                or not isinstance(first.args[0], fx.Node):
+            continue
+        x, split, out = first.args[0], _meta(first), _meta(last)
+        rank = len(split or ())
+        if _meta(x) is None or out != _meta(x) or rank < 3 or len(out) != rank - 1:
+            continue
+        perm = _permutation(swap, name, rank)
+        if perm != (0, 2, 1, *range(3, rank)) or split[0] != out[0] \
+                or split[1] * split[2] != out[1] or split[3:] != out[2:]:
+            continue
+        if any(len(n.users) != 1 for n in (first, swap, *chain)):
+            continue
+        shuffles[last] = (x, int(split[1]))
+        folded.update((first, swap, *chain))
+    return shuffles, folded
+
+
+def _shuffle_spec(node: fx.Node, op_type: str) -> dict[str, Any] | None:
+    key = {"pixel_shuffle": "upscale_factor", "pixel_unshuffle": "downscale_factor",
+           "channel_shuffle": "groups"}[op_type]
+    value = _arg(node, 1, key, None)
+    if not isinstance(value, int):
+        return None
+    return {"kind": OpKind.TRANSPOSE, "op_type": op_type, "attrs": {key: int(value)}}
 
 
 def _softmax_spec(node: fx.Node, dim: Any, log: bool) -> dict[str, Any] | None:
@@ -803,21 +1032,34 @@ def _resize_spec(mode: Any, align_corners: Any) -> dict[str, Any]:
     return {"kind": OpKind.RESIZE, "op_type": "resize", "attrs": attrs}
 
 
-def _act_attrs(act: str, get: Callable[[str, int, Any], Any]) -> dict[str, Any]:
-    """Activation parameters that differ from their defaults, by attr name."""
+def _act_attrs(act: str, get: Callable[[str, int, Any], Any]) -> dict[str, Any] | None:
+    """Activation parameters that differ from their defaults, by attr name (None when one is
+    not a constant)."""
     attrs: dict[str, Any] = {}
     for key, pos, default in _ACT_PARAMS.get(act, ()):
         value = get(key, pos, default)
-        if isinstance(default, float):
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
             value = float(value)
+        elif not isinstance(value, str):
+            return None  # a tensor or a computed value
         if value != default:
             attrs[key] = value
     return attrs
 
 
-def _act_spec(node: fx.Node, act: str) -> dict[str, Any]:
+def _act_spec(node: fx.Node, act: str) -> dict[str, Any] | None:
     attrs = _act_attrs(act, lambda key, pos, default: _arg(node, pos, key, default))
+    if attrs is None:
+        return None
     return {"kind": OpKind.ELTWISE_UNARY, "op_type": act, "attrs": attrs}
+
+
+def _rrelu_spec(lower: Any, upper: Any) -> dict[str, Any] | None:
+    """RReLU at inference: a leaky ReLU whose slope is the mean of its bounds."""
+    if not all(isinstance(v, (int, float)) for v in (lower, upper)):
+        return None
+    attrs = _act_attrs("leakyrelu", lambda *_: (float(lower) + float(upper)) / 2)
+    return {"kind": OpKind.ELTWISE_UNARY, "op_type": "leakyrelu", "attrs": attrs}
 
 
 def _clamp_spec(node: fx.Node) -> dict[str, Any] | None:

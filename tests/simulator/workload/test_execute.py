@@ -156,6 +156,11 @@ _ACTIVATION_REFS = {
     "selu": (F.selu, {}), "exp": (torch.exp, {}), "log": (lambda x: torch.log(x.abs()), {}),
     "sqrt": (lambda x: torch.sqrt(x.abs()), {}), "neg": (torch.neg, {}), "abs": (torch.abs, {}),
     "erf": (torch.erf, {}), "reciprocal": (torch.reciprocal, {}),
+    "celu": (lambda x: F.celu(x, 0.7), {"alpha": 0.7}), "softsign": (F.softsign, {}),
+    "tanhshrink": (F.tanhshrink, {}), "logsigmoid": (F.logsigmoid, {}),
+    "hardshrink": (lambda x: F.hardshrink(x, 0.25), {"lambd": 0.25}),
+    "softshrink": (lambda x: F.softshrink(x, 0.75), {"lambd": 0.75}),
+    "threshold": (lambda x: F.threshold(x, 0.1, 2.0), {"threshold": 0.1, "value": 2.0}),
 }
 
 
@@ -181,6 +186,13 @@ def test_activation_text_parses_spellings_and_rejects_garbage():
     for bad in ("nosuchthing", "relu(", "relu(x)", "", "clip(min_val=0.0,,)"):
         with pytest.raises(ExecutionError):
             apply_activation(bad, x)
+
+
+def test_threshold_needs_both_parameters():
+    x = _x(10)
+    _close(apply_activation("threshold(threshold=0.5,value=-1.0)", x), F.threshold(x, 0.5, -1.0))
+    with pytest.raises(ExecutionError, match="threshold needs"):
+        apply_activation("threshold(threshold=0.5)", x)
 
 
 def test_hardsigmoid_with_onnx_parameters():
