@@ -36,7 +36,7 @@ STAGE_SETS = ("none", "fuse", "fission", "fuse+fission", "all")
 
 
 def cell(model: str, scheme: str, buffer: str, stages: str, substitution: str,
-         time_limit: float | None) -> dict:
+         time_limit: float | None, substitute_seconds: float | None = None) -> dict:
     """One (network, dataflow, buffer, stages) point; its figures as a dict."""
     import torch
 
@@ -44,7 +44,9 @@ def cell(model: str, scheme: str, buffer: str, stages: str, substitution: str,
     hw = load_hw("edge-npu", {"buffer": buffer})
     graph = load_zoo(model)
     t = time.perf_counter()
-    staged = run_stages(graph, stages, hw, scheme, algorithm=substitution, seed=0)
+    options = {} if substitute_seconds is None else {"time_limit": substitute_seconds}
+    staged = run_stages(graph, stages, hw, scheme, algorithm=substitution, seed=0,
+                        options=options)
     stage_seconds = time.perf_counter() - t
     g = staged.graph
     cache = CostCache(g, hw, scheme)
@@ -102,6 +104,8 @@ def main() -> None:
                    help="stage settings, comma separated; combine stages with '+'")
     p.add_argument("--substitution", default="sampling")
     p.add_argument("--time-limit", type=float, default=60.0)
+    p.add_argument("--substitute-seconds", type=float,
+                   help="time limit of the substitute stage (default: its own, 120 s)")
     p.add_argument("--workers", type=int, default=1)
     p.add_argument("--json", help="write the rows to this file")
     p.add_argument("--markdown", help="print the tables of a --json file and exit")
@@ -109,7 +113,8 @@ def main() -> None:
     if a.markdown:
         print(markdown(json.loads(open(a.markdown).read())))
         return
-    jobs = [(m, s, b, st, a.substitution, a.time_limit) for m in a.models.split(",")
+    jobs = [(m, s, b, st, a.substitution, a.time_limit, a.substitute_seconds)
+            for m in a.models.split(",")
             for s in a.schemes.split(",") for b in a.buffers.split(",")
             for st in a.stages.split(",")]
     rows = []

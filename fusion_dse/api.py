@@ -185,11 +185,8 @@ def evaluate(model: str | ComputeGraph, hw: str | HardwareConfig | None = None,
     config, scheme, notes = _with_plan_context(doc, hw, scheme, overrides)
     graph = model if isinstance(model, ComputeGraph) else load(model, input_shape,
                                                                allow_opaque=allow_opaque)
-    if doc is not None:
-        graph, replayed = plan_graph(graph, doc, str(plan))
-        if replayed:
-            notes = (*notes, f"the plan's {replayed} recorded graph rewrite(s) replayed on "
-                             f"{graph.name!r}")
+    if doc is not None:  # the rewritten graph the plan names ops of (digest checked)
+        graph, _ = plan_graph(graph, doc, str(plan))
     if plan is None:
         parsed = layer_by_layer(graph)
     elif isinstance(plan, PartitionPlan):

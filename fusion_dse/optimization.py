@@ -110,8 +110,11 @@ def plan_document(result: SearchResult) -> dict[str, Any]:
     doc.update(scheme=result.cost.scheme, hw=result.hw.name,
                buffer_bytes=result.hw.buffer_bytes, totals=result.cost.totals(),
                hardware=result.hw.to_dict())
-    if result.summary.graph_stages:
-        doc["graph"] = result.summary.graph_stages
+    if result.summary.graph_stages:  # without the stages' seconds: a plan is deterministic
+        record = dict(result.summary.graph_stages)
+        record["per_stage"] = [{k: v for k, v in r.items() if k != "seconds"}
+                               for r in record["per_stage"]]
+        doc["graph"] = record
     return doc
 
 

@@ -32,6 +32,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from search.substitution.stages import DEFAULT_STAGES
 from simulator.errors import InputError
 
 __all__ = [
@@ -58,7 +59,7 @@ _ALIASES = {"models": "model", "schemes": "scheme", "searches": "search", "repai
             "stages": "graph_stages"}
 _DEFAULTS: dict[str, Any] = {"hw": "edge-npu", "scheme": "lbdf", "search": "auto",
                              "repair": "random", "objectives": "dram", "budget": 2000,
-                             "seed": 0, "input_shape": None, "graph_stages": "none"}
+                             "seed": 0, "input_shape": None, "graph_stages": DEFAULT_STAGES}
 _INT_AXES = {"budget", "seed", "dtype_bytes", "dram_latency", "macs_per_cycle"}
 _SIZE_AXES = {"buffer", "buffer_bytes"}
 _RANGE = re.compile(r"^(?P<lo>[^.]+?)\s*\.\.\s*(?P<hi>[^:]+?)\s*(?::\s*(?P<step>x?[\d.eE+]+))?$")

@@ -40,7 +40,10 @@ STAGE_CHOICES: tuple[str, ...] = ("none", *STAGES, "all")
 """What ``--graph-stages`` accepts (alone or, for the stages, as a comma list)."""
 SUBSTITUTIONS: tuple[str, ...] = ("sampling", "dpp", "pruning", "greedy")
 """The substitute stage's searches (`search.substitution.search`)."""
-DEFAULT_STAGES = "none"
+SUBSTITUTE_LIMITS: dict[str, Any] = {"max_graphs": 200, "time_limit": 120.0}
+"""The substitute stage's limits unless told otherwise: each graph costs a segment DP (0.1-1 s
+on the zoo), so 200 graphs keep the stage within minutes (docs/graph-stages.md)."""
+DEFAULT_STAGES = "fuse"
 """The stages a run applies unless told otherwise (docs/graph-stages.md says why)."""
 
 
@@ -191,9 +194,9 @@ def _substitute(graph: ComputeGraph, hw: HardwareConfig, scheme: Scheme, algorit
                 ) -> tuple[ComputeGraph, tuple[Match, ...], dict[str, Any]]:
     from search.substitution.search import substitute
 
-    rules = [r for r in _all_rules()]
-    result = substitute(graph, rules, RuleContext(hw, scheme), hw=hw, scheme=scheme,
-                        algorithm=algorithm, seed=seed, **dict(options or {}))
+    given = {**SUBSTITUTE_LIMITS, **dict(options or {})}
+    result = substitute(graph, _all_rules(), RuleContext(hw, scheme), hw=hw, scheme=scheme,
+                        algorithm=algorithm, seed=seed, **given)
     return result.graph, tuple(result.matches), result.report()
 
 

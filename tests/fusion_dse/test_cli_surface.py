@@ -56,7 +56,7 @@ def test_the_hardware_options_name_fields_the_loader_accepts():
 def test_sweep_axes_are_read_by_dest_in_declared_order():
     assert cli_args.option_dests("sweep-axes") == (
         "axis_model", "axis_hw", "axis_buffer", "axis_scheme", "axis_search", "axis_repair",
-        "axis_budget", "axis_seed", "axis_input_shape", "axis_objectives")
+        "axis_budget", "axis_seed", "axis_input_shape", "axis_graph_stages", "axis_objectives")
 
 
 def test_overrides_only_apply_to_a_one_option_set():

@@ -37,7 +37,7 @@ def test_parse_stages_accepts_lists_and_refuses_unknown_names():
 
 
 def test_fuse_stage_folds_activations_and_never_raises_the_optimum(fused_run):
-    plain = optimize("squeezenet1_0", **FAST)
+    plain = optimize("squeezenet1_0", graph_stages="none", **FAST)
     record = fused_run.summary.graph_stages
     assert record["stages"] == ["fuse"]
     assert record["ops_before"] == len(plain.graph) > record["ops_after"] == len(fused_run.graph)
@@ -57,7 +57,7 @@ def test_plan_of_a_rewritten_graph_replays_on_the_model_and_loads_with_graph_jso
     assert doc["graph"]["digest"] == graph_digest(fused_run.graph)
     replayed = evaluate("squeezenet1_0", plan=files["plan.json"])
     assert replayed.cost.dram_bytes == fused_run.cost.dram_bytes
-    assert any("replayed" in n for n in replayed.notes)
+    assert replayed.graph == fused_run.graph
     direct = evaluate(str(files["graph.json"]), plan=files["plan.json"])
     assert direct.cost.dram_bytes == fused_run.cost.dram_bytes and not direct.notes
     assert ComputeGraph.from_json(files["graph.json"].read_text()) == fused_run.graph

@@ -23,7 +23,7 @@ SUMMARY_KEYS = {"format", "version", "model", "hw", "buffer_bytes", "scheme", "s
                 "repair", "objectives", "budget", "budget_used", "distinct_plans",
                 "diversified_repairs", "best",
                 "search_space", "caches", "status", "message", "notes", "seconds", "seed",
-                "hardware", "baselines", "baseline_seconds", "optimum"}
+                "hardware", "baselines", "baseline_seconds", "optimum", "graph_stages"}
 BASELINES = {"lbl", "lower_bound", "segment_dp", "greedy", "greedy_fit"}
 PNG = b"\x89PNG\r\n\x1a\n"
 FAST = {"overrides": {"buffer": "128KiB"}, "budget": 40}
@@ -54,7 +54,8 @@ def test_result_summary_has_the_stable_keys_and_every_baseline(resnet_result):
 
 def test_outputs_are_written_and_read_back(resnet_result, tmp_path):
     files = write_outputs(resnet_result, tmp_path / "out")
-    assert sorted(files) == ["budget.png", "history.csv", "plan.json", "summary.json"]
+    assert sorted(files) == ["budget.png", "graph.json", "history.csv", "plan.json",
+                            "summary.json"]  # graph.json: the fused graph (default stages)
     graph = resnet_result.graph
     assert load_plan(files["plan.json"], graph) == resnet_result.plan
     doc = json.loads(files["plan.json"].read_text())
@@ -134,7 +135,8 @@ def test_cli_writes_outputs_and_prints_a_summary(run_cli, tmp_path):
     assert "plans evaluated     30 of 30" in stdout and "segment_dp" in stdout
     assert "search: nsga2" in stdout and str(out) in stdout
     assert {p.name for p in out.iterdir()} == {"plan.json", "history.csv", "summary.json",
-                                               "budget.png", "pareto.csv", "pareto.png"}
+                                               "budget.png", "pareto.csv", "pareto.png",
+                                               "graph.json"}
     assert json.loads((out / "summary.json").read_text())["objectives"] == ["dram", "cycles"]
     assert stderr == ""  # no progress bar when stderr is not a terminal
 

@@ -79,8 +79,8 @@ def test_optimize_into_an_earlier_two_objective_run_leaves_no_stale_files(cli, t
     code, _, err = cli("optimize", "resnet18", "--search", "rs", "--budget", "6", "--out",
                        str(out), "-q")
     assert code == 0, err
-    assert sorted(p.name for p in out.iterdir()) == ["budget.png", "history.csv", "plan.json",
-                                                      "summary.json"]
+    assert sorted(p.name for p in out.iterdir()) == ["budget.png", "graph.json", "history.csv",
+                                                      "plan.json", "summary.json"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["run"]
 
 
