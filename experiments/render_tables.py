@@ -133,7 +133,7 @@ _CONFIG = ["model", "hw", "scheme", "search", "repair", "objectives", "budget", 
            "input_shape", "overrides", "graph_stages"]
 
 
-def load(stores: Sequence[str | Path]) -> pd.DataFrame:
+def load(stores: Sequence[str | Path], graph_stages: str | None = None) -> pd.DataFrame:
     """The done points of `stores`, with the summary figures as columns: one row per
     configuration, the last finished where several keys share one (a point computed again
     after a change to the tool, the cost model or the checkpoints, which are in its key).
@@ -144,8 +144,16 @@ def load(stores: Sequence[str | Path]) -> pd.DataFrame:
     frames = [load_sweep(path, blobs=True) for path in stores]
     frame = pd.concat(frames, ignore_index=True)
     frame = frame[frame["status"] == "done"].sort_values("finished", kind="stable")
-    if "graph_stages" in frame:  # the paper's setups search the graphs as imported
-        frame = frame[frame["graph_stages"].isna() | (frame["graph_stages"] == "none")]
+    frame = frame.assign(graph_stages=frame["graph_stages"].fillna("none")
+                         if "graph_stages" in frame else "none")
+    searched = frame["search"].notna()  # layer-by-layer points have no graph stages
+    settings = sorted(frame.loc[searched, "graph_stages"].unique())
+    chosen = graph_stages or ("none" if "none" in settings or not settings else
+                              settings[0] if len(settings) == 1 else None)
+    if chosen is None:
+        raise InputError(f"the stores hold points of several graph-stage settings "
+                         f"({', '.join(settings)}); choose one with --graph-stages")
+    frame = frame[~searched | (frame["graph_stages"] == chosen)]
     frame = frame.drop_duplicates([c for c in _CONFIG if c in frame], keep="last")
     frame = frame.reset_index(drop=True)
     extra = pd.DataFrame([_from_summary(t) for t in frame["summary"]], index=frame.index,
@@ -579,12 +587,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("stores", nargs="+", metavar="STORE", help="sweep stores (SQLite)")
     p.add_argument("--out", default="experiments/results", help="output folder")
+    p.add_argument("--graph-stages", help="render the points of this graph-stage setting "
+                   "(default: none, the paper's setups, or the stores' only setting)")
     p.add_argument("--only", default="", help=f"comma-separated setups to render (default: "
                    f"every one the stores hold): {', '.join(NAMES)}")
     args = p.parse_args(argv)
     only = [n.strip() for n in args.only.split(",") if n.strip()]
     try:
-        written = render(load(args.stores), args.out, only=only)
+        written = render(load(args.stores, args.graph_stages), args.out, only=only)
     except InputError as err:
         print(f"render_tables: {err}", file=sys.stderr)
         return 2

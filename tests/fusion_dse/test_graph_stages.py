@@ -125,3 +125,12 @@ def test_run_stages_records_a_replayable_sequence():
     from search.substitution.stages import replay_rewrites
 
     assert replay_rewrites(staged.source, staged.rewrites) == staged.graph
+
+
+def test_simulate_runs_a_plan_of_the_fused_graph_with_the_analytic_dram(fused_run, tmp_path):
+    from fusion_dse.api import simulate
+
+    files = write_outputs(fused_run, tmp_path / "run")
+    sim = simulate("squeezenet1_0", plan=files["plan.json"])
+    assert sim.evaluation.graph == fused_run.graph
+    assert sim.report.totals()["dram_bytes"] == fused_run.cost.dram_bytes
