@@ -52,7 +52,7 @@ from simulator.workload.graph import (
     is_network_input,
     network_input_index,
 )
-from simulator.workload.ops import ACTIVATIONS
+from simulator.workload.ops import ACTIVATIONS, const_operand_shape
 
 __all__ = [
     "ARITHMETIC",
@@ -272,14 +272,9 @@ def _needs_const(op: Op) -> bool:
 
 
 def _const_shape(op: Op) -> tuple[int, ...]:
-    shape = op.attr("const_shape")
+    shape = const_operand_shape(op)
     if shape is not None:
-        return tuple(int(d) for d in shape)
-    out = op.output_shape
-    if op.weight_elems == math.prod(out):
-        return tuple(out)
-    if len(out) >= 2 and op.weight_elems == out[1]:
-        return (1, out[1], *([1] * (len(out) - 2)))
+        return shape
     raise ExecutionError(f"op {op.name!r} ({op.op_type}) has neither a scalar nor the shape of "
                          "its constant operand recorded; re-import the model")
 

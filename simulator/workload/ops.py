@@ -11,10 +11,11 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from simulator.workload.graph import OpKind, Shape
+from simulator.workload.graph import Op, OpKind, Shape
 
 __all__ = [
     "ACTIVATIONS",
+    "const_operand_shape",
     "adaptive_window",
     "conv_kind",
     "conv_macs",
@@ -67,3 +68,18 @@ def is_identity_window(kernel: Sequence[int], stride: Sequence[int],
                        padding: Sequence[int]) -> bool:
     """A pooling window of 1x1, stride 1, no padding copies its input: the importers drop it."""
     return all(k == 1 for k in kernel) and all(s == 1 for s in stride) and not any(padding)
+
+
+def const_operand_shape(op: Op) -> Shape | None:
+    """Shape of the constant tensor operand of an elementwise op: the recorded ``const_shape``,
+    else inferred from ``weight_elems`` (a whole map or one value per channel); None when
+    neither tells (a scalar constant is an attribute, not a tensor)."""
+    shape = op.attr("const_shape")
+    if shape is not None:
+        return tuple(int(d) for d in shape)
+    out = op.output_shape
+    if op.weight_elems == math.prod(out):
+        return tuple(out)
+    if len(out) >= 2 and op.weight_elems == out[1]:
+        return (1, out[1], *([1] * (len(out) - 2)))
+    return None

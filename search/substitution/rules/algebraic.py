@@ -40,6 +40,7 @@ from search.substitution.rules._build import (
     with_attrs,
 )
 from simulator.workload.graph import ComputeGraph, Op, OpKind, Shape
+from simulator.workload.ops import const_operand_shape
 
 if TYPE_CHECKING:
     import torch
@@ -66,15 +67,7 @@ def const_shape(op: Op) -> Shape | None:
     ``const_shape``, else what `execute` infers from ``weight_elems``; None if unknown."""
     if op.attr("scalar") is not None:
         return ()
-    shape = op.attr("const_shape")
-    if shape is not None:
-        return tuple(int(d) for d in shape)
-    out = op.output_shape
-    if op.weight_elems == math.prod(out):
-        return tuple(out)
-    if len(out) >= 2 and op.weight_elems == out[1]:
-        return (1, out[1], *([1] * (len(out) - 2)))
-    return None
+    return const_operand_shape(op)
 
 
 def _varies_only_along(shape: Shape, out: Shape, axis: int) -> bool:
