@@ -215,8 +215,6 @@ def replay_rewrites(graph: ComputeGraph, rewrites: Sequence[Mapping[str, Any] | 
     matches = [m if isinstance(m, Match) else Match.from_dict(m) for m in rewrites]
     try:
         return replay(graph, matches, RULES)
-    except RewriteError:
-        raise
     except (KeyError, ValueError, IndexError) as exc:
         raise RewriteError(f"a recorded rewrite does not apply to {graph.name!r}: {exc}") \
             from None
