@@ -51,10 +51,10 @@ def _occupancy(ax, report: SimReport, ms: float, buffer_bytes: int) -> None:
     t = np.array([c for c, _ in report.occupancy], dtype=float) * ms
     level = np.array([v for _, v in report.occupancy], dtype=float) / 1024
     ax.step(t, level, where="post", linewidth=0.8, label="occupancy")
-    unlimited = [g for g in report.groups if g.mode == Scheme.LBL]
-    for k, g in enumerate(unlimited):  # valid by definition: their use is not limited
+    alone = [g for g in report.groups if g.mode == Scheme.LBL]
+    for k, g in enumerate(alone):  # ops on their own: streamed or tiled to the buffer
         ax.axvspan(g.start * ms, g.end * ms, color="0.9", zorder=0,
-                   label="layer by layer (not limited)" if k == 0 else None)
+                   label="layer by layer" if k == 0 else None)
     ax.axhline(buffer_bytes / 1024, color="tab:red", linestyle="--", linewidth=1,
                label=f"buffer {buffer_bytes / 1024:,.0f} KiB")
     ax.set_ylabel("buffer (KiB)")

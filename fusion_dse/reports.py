@@ -141,7 +141,8 @@ def group_table(result: Any) -> pd.DataFrame:
             "F_D": g.dram_bytes,
             "cycles": g.timing.cycles,
             "bound": g.timing.bound,
-            "status": "unfusable (LBL)" if g.runs_alone else ("ok" if g.fits else g.reason),
+            "status": ("unfusable (LBL)" if g.fits else g.reason) if g.runs_alone
+            else ("ok" if g.fits else g.reason),
         })
     return pd.DataFrame(rows)
 

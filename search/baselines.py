@@ -58,18 +58,20 @@ def segment_dp(graph: ComputeGraph, cache: CostCache, max_len: int | None = 64) 
     most `max_len` ops.
 
     best[j] = min over i < j of best[i] + F_D(segment [i, j)), where a segment's F_D is the sum
-    over its weakly connected components (unfusable ops alone run layer by layer; with another
-    op they make the segment infeasible). Segment costs are additive, so the DP is exact over
-    segment plans. From each start i the segment grows one op at a time (only the component
-    that the new op joins changes, one group cost per step).
+    over its weakly connected components (unfusable ops alone run layer by layer, tiled to the
+    buffer; with another op they make the segment infeasible, the searches' convention).
+    Segment costs are additive, so the DP is exact over segment plans. From each start i the
+    segment grows one op at a time (only the component that the new op joins changes, one
+    group cost per step).
 
     F_beta is not monotone (adding an op can lower it: a tensor becomes internal, the tile count
     changes), so a segment that does not fit may fit again once it grows: the growth goes on
     past infeasible segments (they are only not used by the DP) and stops early only where no
     longer segment from i can run, because a component that cannot run keeps a reason that
-    persists in every superset (an unfusable op with another op; LBDF weights over the buffer;
-    BRR-incompatible; see docs/exact.md, "Pruning") or can no longer change (no op of it feeds
-    an op after the segment, so no later op joins it). Otherwise it grows to `max_len` ops: at
+    persists in every superset (an unfusable op with another op, excluded by the searches'
+    convention although such a group may fit, F_beta not being monotone; LBDF weights over the
+    buffer; BRR-incompatible; see docs/exact.md, "Pruning") or can no longer change (no op of it
+    feeds an op after the segment, so no later op joins it). Otherwise it grows to `max_len` ops: at
     most n * `max_len` group costs, memoised in `cache`.
 
     `max_len` bounds the segments where nothing stops the growth: the default 64 is above the

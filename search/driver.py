@@ -34,6 +34,7 @@ from search.result import (
 )
 from simulator.cost import CostCache, Failure, PlanCost, evaluate_plan
 from simulator.cost.brr import incompatibility
+from simulator.errors import InputError
 from simulator.plan import PartitionPlan, layer_by_layer
 
 __all__ = ["ProgressFn", "run_search", "search_space"]
@@ -173,11 +174,17 @@ def run_search(problem: SearchProblem, algorithm: SearchAlgorithm, budget: int |
         layer-by-layer plan, with no plan evaluated.
 
     Raises:
-        InputError: a budget that is not a positive integer.
+        InputError: a budget that is not a positive integer, or an op that cannot run even
+            on its own, tiled to the buffer (then no plan runs).
     """
     termination = as_termination(budget)
     started = time.perf_counter()
     context = SearchContext(problem, rng, cache)
+    stuck = next((c for o in context.unfusable if not (c := context.cache.run((o,))).fits),
+                 None)
+    if stuck is not None:
+        raise InputError(f"no plan of {problem.graph.name} can run with a "
+                         f"{problem.hw.buffer_bytes:,} B buffer: {stuck.reason}")
     space = search_space(context)
     status, message = _status(problem, space)
     recorder = _Recorder(problem.objectives)

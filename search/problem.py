@@ -100,10 +100,11 @@ class PlanScore:
         mbu_bytes: Max buffer usage over groups of fuseable ops (the paper's MBU).
         fused_mbu_bytes: Largest F_beta over groups of two or more ops (0 layer by layer):
             the buffer the plan's fusion needs, its ``mbu`` objective. Under LBDF a single op
-            costs the same DRAM alone or layer by layer, so the plan keeps its DRAM traffic on
-            any buffer of at least this size: minimising it with DRAM draws the
-            DRAM-vs-buffer curve from one run (the paper's MBU cannot go below the largest
-            fuseable single op).
+            that streams its rows costs the same DRAM alone or layer by layer, so the plan
+            keeps the DRAM traffic of its fused groups on any buffer of at least this size:
+            minimising it with DRAM draws the DRAM-vs-buffer curve from one run (approximate
+            where a smaller buffer tiles single ops, with re-reads; the paper's MBU cannot go
+            below the largest fuseable single op).
         cycles: Analytic cycles.
         energy_pj: Energy.
         groups: Number of groups.

@@ -17,6 +17,9 @@ key                    required  meaning
 ``buffer_bandwidth``   yes       on-chip buffer bytes per cycle (> 0)
 ``energy``             yes       mapping of ``dram_pj_per_byte``, ``buffer_pj_per_byte`` and
                                  ``mac_pj`` (each >= 0, so a term can be switched off)
+``lbdf_buffer``        no        LBDF line-buffer granularity: ``pixel`` (default, the
+                                 paper's Fig. 1 line buffer: (k-1) rows + k pixels per k x k
+                                 window) or ``row`` (whole rows); docs/cost-model.md 4.1
 =====================  ========  ==========================================================
 
 Unknown keys are rejected (with a suggestion), and every error is one line naming the file,
@@ -58,6 +61,7 @@ from simulator.errors import InputError
 
 __all__ = [
     "DEFAULT_PRESET",
+    "LBDF_BUFFERS",
     "PRESET_PACKAGE",
     "HardwareConfig",
     "HardwareConfigError",
@@ -78,6 +82,8 @@ _SIZE_UNIT = re.compile(r"(?:(?P<prefix>[kKmMgG])[iI]?)?B")
 _SIZE_PREFIX_POWER = {"k": 1, "m": 2, "g": 3}
 _CLOCK_UNITS = {"": 1.0, "hz": 1.0, "khz": 1e3, "mhz": 1e6, "ghz": 1e9}
 _DTYPE_BYTES = (1, 2, 4, 8)
+LBDF_BUFFERS = ("pixel", "row")
+"""LBDF line-buffer granularities (`HardwareConfig.lbdf_buffer`); the first is the default."""
 _MIN_CLOCK_HZ = 1e3
 _T = TypeVar("_T")
 
@@ -130,6 +136,13 @@ def _dtype_bytes(value: Any) -> int:
     if number not in _DTYPE_BYTES:
         raise ValueError("must be 1, 2, 4 or 8 (bytes per element, not bits)")
     return number
+
+
+def _lbdf_buffer(value: Any) -> str:
+    if not isinstance(value, str) or value.strip().lower() not in LBDF_BUFFERS:
+        raise ValueError("must be 'pixel' (the paper's pixel line buffer, the default) or "
+                         "'row' (whole rows)")
+    return value.strip().lower()
 
 
 def _text(value: Any) -> str:
@@ -285,6 +298,8 @@ class HardwareConfig:
         energy_dram_pj_per_byte: DRAM access energy in pJ per byte.
         energy_buffer_pj_per_byte: On-chip buffer access energy in pJ per byte.
         energy_mac_pj: Energy of one multiply-accumulate in pJ.
+        lbdf_buffer: LBDF line-buffer granularity: ``"pixel"`` (the paper's Fig. 1 line
+            buffer, the default) or ``"row"`` (whole rows); see docs/cost-model.md 4.1.
         description: Free text.
         source: Citation of the figures.
     """
@@ -300,6 +315,7 @@ class HardwareConfig:
     energy_dram_pj_per_byte: float
     energy_buffer_pj_per_byte: float
     energy_mac_pj: float
+    lbdf_buffer: str = LBDF_BUFFERS[0]
     description: str = ""
     source: str = ""
 
@@ -340,6 +356,7 @@ _DramBandwidth = Annotated[float, PlainValidator(_in_range(_yaml_number(_positiv
 _BufferBandwidth = Annotated[float, PlainValidator(_in_range(_yaml_number(_positive),
                                                              "buffer_bandwidth"))]
 _Energy = Annotated[float, PlainValidator(_in_range(_yaml_number(_non_negative), "energy"))]
+_LbdfBuffer = Annotated[str, PlainValidator(_lbdf_buffer)]
 
 
 class _EnergySchema(BaseModel):
@@ -364,6 +381,7 @@ class _HwSchema(BaseModel):
     macs_per_cycle: _Macs
     buffer_bandwidth: _BufferBandwidth
     energy: _EnergySchema
+    lbdf_buffer: _LbdfBuffer = LBDF_BUFFERS[0]
 
 
 _TOP_KEYS = tuple(_HwSchema.model_fields)
@@ -392,6 +410,7 @@ def _to_doc(config: HardwareConfig) -> dict[str, Any]:
         "macs_per_cycle": config.macs_per_cycle,
         "buffer_bandwidth": config.buffer_bandwidth,
         "energy": {key: getattr(config, f"energy_{key}") for key in _ENERGY_KEYS},
+        "lbdf_buffer": config.lbdf_buffer,
     }
 
 
@@ -407,6 +426,7 @@ def _from_schema(schema: _HwSchema) -> HardwareConfig:
         energy_dram_pj_per_byte=schema.energy.dram_pj_per_byte,
         energy_buffer_pj_per_byte=schema.energy.buffer_pj_per_byte,
         energy_mac_pj=schema.energy.mac_pj,
+        lbdf_buffer=schema.lbdf_buffer,
         dtype_bytes=schema.dtype_bytes,
         description=schema.description,
         source=schema.source,

@@ -39,8 +39,8 @@ a reason to stop growing; only these rules are:
 leaving tensors once, weights once; a test holds the two equal) bounds F_D from below (LBDF's
 F_D equals it; BRR adds halo re-reads and weight streaming), and the analytic cycles of that
 traffic with the ops' MACs bound the cycles from below (BRR recomputes halos, never less).
-Under BRR each set also gets `lb_fit`, a bound of its F_D *if it runs*: a set whose weights and
-least live activations cannot stay resident streams its weights, and the per-op fit floors
+Under BRR each set also gets `lb_fit`, a bound of its F_D *if it runs*: the weights that cannot
+stay resident next to the least live activations are streamed, and the per-op fit floors
 (`simulator.cost.brr.fit_floors`) say at least how many tiles re-read them (docs/exact.md, "The
 BRR fit bound"); `fit_bound` gives the solver a tighter per-set bound, or rules a set out. The
 solver checks them all against every set it costs.
@@ -101,8 +101,9 @@ class CandidateSpace:
         lb_dram: Lower bound of each set's F_D (bytes): its compulsory traffic.
         lb_cycles: Lower bound of each set's cycles.
         lb_fit: Lower bound of each set's F_D *if it runs* (bytes, at least `lb_dram`): under
-            BRR, the weight re-reads the per-op fit floors force (`simulator.cost.brr.
-            fit_floors`: docs/exact.md, "The BRR fit bound"); elsewhere `lb_dram`.
+            BRR, the re-reads of the weights that cannot be resident, at the tile count the
+            per-op fit floors force (`simulator.cost.brr.fit_floors`: docs/exact.md, "The BRR
+            fit bound"); elsewhere `lb_dram`.
         complete: True when no cap stopped the growth (only the rigorous pruning rules of the
             module docs left sets out).
         cap_reason: Which cap stopped it ("" when complete).
@@ -411,9 +412,11 @@ class _Growth:
         d = self.hw.dtype_bytes
         dram = elems * d
         fit = dram
-        if mask & (mask - 1) and (weights + res) * d > self.hw.buffer_bytes:
-            # weights streamed, re-read by every extra tile (tiles 0: no group of an op fits)
-            fit += weights * max(tiles - 1, 0) * d
+        excess = weights + res - self.hw.buffer_bytes // d
+        if mask & (mask - 1) and excess > 0:
+            # at least `excess` weight elements cannot stay resident: streamed, re-read by
+            # every extra tile (tiles 0: no group of an op fits)
+            fit += excess * max(tiles - 1, 0) * d
         self.lb.append((dram, timing(dram, 0, macs, self.hw).cycles, fit))
 
     def _cap(self) -> str:

@@ -1,19 +1,24 @@
-"""Buffer-requirement-reduction (BRR) execution of a fusion group: row tiles, weight streaming.
+"""Buffer-requirement-reduction (BRR) execution of a fusion group: row tiles, weight sub-groups.
 
 The group runs in T tiles, each a band of rows of every tensor leaving the group (band j of a
 tensor of height H is rows [jH/T, (j+1)H/T)). A tile pulls from DRAM the rows of each entering
-tensor its receptive field needs (halos overlap, so neighbouring tiles re-read them), computes
+tensor its receptive field needs (halos overlap, so neighbouring tiles re-read them; a tensor
+several ops of the group read is pulled once per tile, the hull of what they need), computes
 the group op by op in topological order over the rows the tile needs (halo rows of
 intermediate tensors are recomputed), and writes its bands. Within a tile a tensor is held from
-its producer (or its first consumer, for an entering tensor) to its last consumer.
+its producer (or its first consumer, for an entering tensor) to its last consumer. Every tile
+also holds one row in flight per entering tensor and one row being written per leaving tensor
+(tensors of more than one row: LBDF's row allowances).
 
-Weights are either resident (all of them on chip, read once) or streamed: each op's weights
-are loaded when the op runs, once per tile, so the buffer holds one op's weights at a time and
-DRAM reads them T times. The tile count and weight mode are chosen to minimise F_D under the
-buffer: for each mode the smallest T that fits is found (T = 1; if the most tiles do not fit
-either, none do; else doubling, then bisection: this assumes the requirement does not grow
-with T), and the cheaper feasible mode wins. Streamed weights at T = 1 read everything once,
-so when they fit nothing is cheaper and resident weights are not searched.
+Weights (docs/cost-model.md, section 4.2): each op's weights are either *resident* (on chip
+for every tile, read once) or *streamed* (read once per tile, in S sequential sub-groups:
+output-channel slices, the op's whole input region on chip and its output produced slice by
+slice, or input-channel slices, the op's input held a slice of channels at a time and its
+output held whole as 32-bit partial sums). Slicing adds no DRAM traffic. For a tile count the
+residency maximises the resident weights (a subset-sum, by branch and bound; F_D falls by
+(T - 1) x the weights made resident), and each streamed op takes the fewest slices that fit.
+The tile count is the one of least F_D over 1, the powers of two, the tallest height and a
+bisection towards the smallest count that fits, ties to fewer tiles.
 
 A group in which a single-row tensor computed from a whole feature map (global pooling) is
 broadcast back onto a feature map (the squeeze-and-excitation multiply) cannot be tiled: every
@@ -33,18 +38,57 @@ from simulator.cost.rows import RowDeps, height, row_deps
 from simulator.cost.traffic import boundary, buffer_traffic_elems
 from simulator.cost.types import Failure, GroupCost, timing
 from simulator.scheme import Scheme
-from simulator.workload.graph import ComputeGraph, OpKind
+from simulator.workload.graph import ComputeGraph, Op, OpKind, Shape
 
 if TYPE_CHECKING:
     from simulator.hw import HardwareConfig
 
-__all__ = ["FitFloors", "TileCost", "TileRegions", "chosen_tiling", "dram_lower_bound",
-           "fit_floors", "group_cost", "incompatibility", "tile_cost", "tile_regions"]
+__all__ = ["ACCUMULATOR_BYTES", "FitFloors", "OpWeights", "TileCost", "TileRegions",
+           "accumulator_elems", "channels", "chosen_tiling", "dram_lower_bound", "fit_floors",
+           "group_cost", "incompatibility", "position_needs", "slice_elems", "slice_bounds",
+           "tile_cost", "tile_regions"]
+
+ACCUMULATOR_BYTES = 4
+"""Bytes of one partial sum of an input-channel-sliced op (32-bit accumulators)."""
+
+
+@dataclass(frozen=True, slots=True)
+class OpWeights:
+    """How one op's weights are held in a BRR configuration.
+
+    Attributes:
+        op: The op id.
+        resident: On chip for every tile, read once (else streamed: read once per tile).
+        split: "out" (output-channel slices; one slice is the whole op) or "in" (input-channel
+            slices, the output held as partial sums).
+        slices: S, the sub-groups the op runs in per tile (1 when resident).
+        chunk: Channels per slice, ceil(C / S) (the last slice may hold fewer).
+        slice_elems: Weight elements of the largest (first) slice; all of them when S = 1.
+    """
+
+    op: int
+    resident: bool
+    split: str
+    slices: int
+    chunk: int
+    slice_elems: int
 
 
 @dataclass(frozen=True, slots=True)
 class TileCost:
-    """Requirement and traffic of one (tile count, weight mode) configuration, in elements."""
+    """Requirement and traffic of one BRR configuration, in elements.
+
+    Attributes:
+        tiles: T.
+        streamed: True when any op streams its weights.
+        buffer_elems: F_beta / d: the peak over tiles and op positions.
+        act_read_elems, weight_read_elems: DRAM reads.
+        macs: MACs over all tiles, halo rows recomputed.
+        weights: How each op with weights holds them, by op id.
+        allowance_elems: The rows in flight held throughout a tile (one row per entering and
+            per leaving tensor of more than one row).
+        accumulator: Elements one partial sum takes (``accumulator_elems``).
+    """
 
     tiles: int
     streamed: bool
@@ -52,6 +96,65 @@ class TileCost:
     act_read_elems: int
     weight_read_elems: int
     macs: int
+    weights: tuple[OpWeights, ...] = ()
+    allowance_elems: int = 0
+    accumulator: int = 1
+
+    @property
+    def resident_elems(self) -> int:
+        """Weight elements resident for the whole group."""
+        return sum(w.slice_elems for w in self.weights if w.resident)
+
+    @property
+    def weight_buffer_elems(self) -> int:
+        """The most weight elements on chip at once: the resident ones plus the largest slice
+        of a streamed op."""
+        return self.resident_elems + max(
+            (w.slice_elems for w in self.weights if not w.resident), default=0)
+
+    def of(self, op: int) -> OpWeights | None:
+        """The weights plan of `op` (None for an op without weights)."""
+        return next((w for w in self.weights if w.op == op), None)
+
+
+def accumulator_elems(dtype_bytes: int) -> int:
+    """Elements (of `dtype_bytes` each) one 32-bit partial sum takes: 4 at int8, 1 at fp32."""
+    return max(1, ACCUMULATOR_BYTES // dtype_bytes)
+
+
+def channels(shape: Shape) -> int:
+    """The channel count of a tensor: dimension 1 of an N,C,H,W or N,C tensor, else the last."""
+    if len(shape) in (2, 4):
+        return int(shape[1])
+    return int(shape[-1]) if shape else 1
+
+
+def slice_elems(elems: int, chans: int, start: int, stop: int) -> int:
+    """Weight elements of the slice of channels [start, stop) of an op with `elems` weight
+    elements over `chans` channels: ``q = elems // chans`` each, and one more for each of the
+    first ``elems % chans`` channels (so the slices add up to `elems` and the first slice of a
+    split is its largest)."""
+    q, r = divmod(elems, chans)
+    return (stop - start) * q + min(stop, r) - min(start, r)
+
+
+def slice_bounds(chans: int, slices: int) -> list[tuple[int, int]]:
+    """The channel ranges of `slices` slices of ceil(chans / slices) channels each."""
+    chunk = -(-chans // slices)
+    return [(a, min(a + chunk, chans)) for a in range(0, chans, chunk)]
+
+
+def _largest_chunk(budget: int, elems: int, chans: int) -> int:
+    """The most channels c in [1, chans] whose first slice fits `budget`; 0 if none does."""
+    if budget >= elems:
+        return chans
+    q, r = divmod(elems, chans)
+    best = min(r, budget // (q + 1)) if budget > 0 else 0  # c <= r: c (q + 1) elements
+    if q and budget >= r:  # c > r: c q + r elements
+        c = min(chans, (budget - r) // q)
+        if c > r:
+            best = max(best, c)
+    return best
 
 
 def incompatibility(graph: ComputeGraph, ops: Sequence[int]) -> str:
@@ -78,20 +181,23 @@ def _reads_whole_map(graph: ComputeGraph, o: int) -> bool:
 
 
 def group_cost(graph: ComputeGraph, ops: Sequence[int], hw: HardwareConfig) -> GroupCost:
-    """F_beta, F_D, cycles and energy of `ops` as one BRR group, at its best tiling on `hw`."""
+    """F_beta, F_D, cycles and energy of `ops` as one BRR group, at its best configuration."""
     ops = tuple(sorted(ops))
     b = boundary(graph, ops)
     reason = incompatibility(graph, ops)
-    best = None if reason else _best_tiling(graph, ops, hw)
-    fitting = best is not None and best.buffer_elems * hw.dtype_bytes <= hw.buffer_bytes
-    failure = Failure.BRR_INCOMPATIBLE if reason else None
-    if best is None:
-        best = tile_cost(graph, ops, 1, streamed=False)
-    elif not fitting:
-        failure = Failure.OVER_BUFFER
-        reason = (f"needs {best.buffer_elems * hw.dtype_bytes:,} B at best ({best.tiles} tiles, "
-                  f"{'streamed' if best.streamed else 'resident'} weights) > buffer "
-                  f"{hw.buffer_bytes:,} B")
+    limit = hw.buffer_bytes // hw.dtype_bytes
+    layout = _Layout(graph, ops, row_deps(graph), accumulator_elems(hw.dtype_bytes))
+    if reason:
+        best = _configure(_blocks(layout, (1,))[1], limit)  # reported for reference
+        failure: Failure | None = Failure.BRR_INCOMPATIBLE
+    else:
+        best = _search(layout, limit)
+        failure = None
+        if best.buffer_elems > limit:
+            failure = Failure.OVER_BUFFER
+            sliced = ", every weight streamed in its finest slices" if best.weights else ""
+            reason = (f"needs {best.buffer_elems * hw.dtype_bytes:,} B at best ({best.tiles} "
+                      f"tiles{sliced}) > buffer {hw.buffer_bytes:,} B")
     return _as_group_cost(graph, ops, hw, best, b.write_elems, failure, reason)
 
 
@@ -99,24 +205,48 @@ def _as_group_cost(graph: ComputeGraph, ops: tuple[int, ...], hw: HardwareConfig
                    t: TileCost, write_elems: int, failure: Failure | None,
                    reason: str) -> GroupCost:
     d = hw.dtype_bytes
-    weights = sum(graph[o].weight_elems for o in ops)
-    weight_buffer = max(graph[o].weight_elems for o in ops) if t.streamed else weights
     dram = (t.act_read_elems + t.weight_read_elems + write_elems) * d
     buf = buffer_traffic_elems(graph, ops) * d + dram
     return GroupCost(
         scheme=Scheme.BRR, ops=ops, buffer_bytes=t.buffer_elems * d,
-        weight_buffer_bytes=weight_buffer * d, dram_act_read=t.act_read_elems * d,
+        weight_buffer_bytes=t.weight_buffer_elems * d, dram_act_read=t.act_read_elems * d,
         dram_weight_read=t.weight_read_elems * d, dram_write=write_elems * d, macs=t.macs,
         fits=failure is None, reason=reason, timing=timing(dram, buf, t.macs, hw),
         tiles=t.tiles, weights_streamed=t.streamed, failure=failure,
+        resident_weight_bytes=t.resident_elems * d,
+        weight_slices=tuple((w.op, w.split, w.slices) for w in t.weights if not w.resident),
     )
 
 
 def chosen_tiling(graph: ComputeGraph, ops: Sequence[int],
                   hw: HardwareConfig) -> TileCost | None:
-    """The tiling `group_cost` picks for the group (None if BRR cannot tile it)."""
+    """The configuration `group_cost` picks for the group (None if BRR cannot tile it)."""
     ops = tuple(sorted(ops))
-    return None if incompatibility(graph, ops) else _best_tiling(graph, ops, hw)
+    if incompatibility(graph, ops):
+        return None
+    layout = _Layout(graph, ops, row_deps(graph), accumulator_elems(hw.dtype_bytes))
+    return _search(layout, hw.buffer_bytes // hw.dtype_bytes)
+
+
+def tile_cost(graph: ComputeGraph, ops: Sequence[int], tiles: int, hw: HardwareConfig,
+              resident: Sequence[int] | None = None) -> TileCost:
+    """The configuration of `ops` at `tiles` tiles on `hw`'s buffer.
+
+    Args:
+        graph, ops, hw: The group and the machine.
+        tiles: T, in [1, the tallest tensor of the group].
+        resident: The ops whose weights stay resident; None: the model's choice
+            (`_residency`: none at T = 1, else the most resident weights that fit). Every
+            other op with weights is streamed in the fewest slices that fit, or in its finest
+            slices when the configuration does not fit (then ``buffer_elems`` exceeds the
+            buffer).
+    """
+    ops = tuple(sorted(ops))
+    layout = _Layout(graph, ops, row_deps(graph), accumulator_elems(hw.dtype_bytes))
+    limit = hw.buffer_bytes // hw.dtype_bytes
+    block = _blocks(layout, (tiles,))[tiles]
+    mask = None if resident is None else [w.op in set(resident) for w in layout.weighted]
+    return _configure(block, limit, mask)
 
 
 def tile_regions(graph: ComputeGraph, ops: Sequence[int], tiles: int) -> TileRegions:
@@ -124,63 +254,393 @@ def tile_regions(graph: ComputeGraph, ops: Sequence[int], tiles: int) -> TileReg
     return TileRegions(graph, tuple(sorted(ops)), row_deps(graph), tiles)
 
 
-def _best_tiling(graph: ComputeGraph, ops: tuple[int, ...], hw: HardwareConfig) -> TileCost:
-    """The feasible configuration with the least DRAM traffic, else the smallest requirement."""
-    limit = hw.buffer_bytes // hw.dtype_bytes
-    layout = _Layout(graph, ops, row_deps(graph))
-    max_tiles = int(layout.heights.max())
-    # the counts every search below starts with (1, the most, then doubling), in one pass
-    first = {1, max_tiles, *(min(1 << k, max_tiles) for k in range(max_tiles.bit_length()))}
-    memo = _batch_costs(layout, tuple(sorted(first)))
+def position_needs(graph: ComputeGraph, ops: Sequence[int], tiling: TileCost) -> np.ndarray:
+    """Elements held at each op position (rows, op id order) in each tile (columns) of the
+    configuration `tiling`, at the op's largest slice: live activations (an input-sliced op's
+    input slice and partial sums instead of its whole input and output), the row allowances,
+    the resident weights and, for a streamed op, its largest slice. Its maximum is
+    ``tiling.buffer_elems``."""
+    ops = tuple(sorted(ops))
+    layout = _Layout(graph, ops, row_deps(graph), tiling.accumulator)
+    block = _blocks(layout, (tiling.tiles,))[tiling.tiles]
+    need = block.live + layout.allowance + tiling.resident_elems
+    for k, w in enumerate(layout.weighted):
+        plan = tiling.of(w.op)
+        if plan is None or plan.resident:
+            continue
+        if plan.split == "in":
+            base, per = block.sliced(k)
+            need[w.pos] = base + plan.chunk * per + tiling.resident_elems
+        need[w.pos] += plan.slice_elems
+    return need
 
-    def at(n: int) -> tuple[TileCost, TileCost]:
-        if n not in memo:
-            memo.update(_batch_costs(layout, (n,)))
-        return memo[n]
 
-    streamed = _smallest_fitting(lambda n: at(n)[1], limit, max_tiles)
-    if streamed.tiles == 1 and streamed.buffer_elems <= limit:
-        return streamed  # one tile reads everything once: nothing is cheaper
-    found = [streamed, _smallest_fitting(lambda n: at(n)[0], limit, max_tiles)]
-    feasible = [t for t in found if t.buffer_elems <= limit]
-    if feasible:
-        return min(feasible, key=lambda t: (_dram(t), t.buffer_elems))
-    return min(found, key=lambda t: t.buffer_elems)
+def _search(layout: _Layout, limit: int) -> TileCost:
+    """The fitting configuration of least F_D (ties: fewer tiles), else the least demanding.
+
+    Tile counts: 1, the powers of two below the tallest height T_max, T_max; then, if the
+    smallest fitting count c among them is not 1, bisection between the count before it and
+    c (assuming the requirement does not grow with T there) towards the smallest fitting one.
+    F_D is compared over every fitting count evaluated. T = 1 reads everything once, so when
+    it fits nothing is cheaper (checked first on whole tensors, a T = 1 tile's upper bound)."""
+    if _whole_least(layout) <= limit:  # one tile holding whole tensors fits, so does T = 1
+        return _configure(_blocks(layout, (1,))[1], limit)
+    tmax = int(layout.heights.max())
+    first = tuple(sorted({1, tmax, *(1 << k for k in range(tmax.bit_length()))}))
+    blocks = _blocks(layout, first)
+    fitting = [t for t in first if blocks[t].least <= limit]
+    if not fitting:  # report the least demanding count
+        return _configure(min(blocks.values(), key=lambda b: (b.least, b.tiles)), limit)
+    if fitting[0] > 1:
+        lo, hi = max(t for t in first if t < fitting[0]), fitting[0]
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            blocks.update(_blocks(layout, (mid,)))
+            lo, hi = (lo, mid) if blocks[mid].least <= limit else (mid, hi)
+    # F_D >= act + W + (T - 1) (W - what can be resident next to the least held position):
+    # counts whose floor cannot beat the best found are not configured
+    weights = layout.weight_sum
+    floors = []
+    for t, b in blocks.items():
+        if b.least <= limit:
+            room = limit - max([b.floor, *map(min, b.held_w, b.finest)])
+            floors.append((b.act + weights + (t - 1) * max(weights - room, 0), t))
+    best, best_key = None, None
+    for floor, t in sorted(floors):
+        if best_key is not None and (floor, t) > best_key:
+            break
+        b = blocks[t]
+        resident = _residency(b, limit)
+        key = (b.act + b.weight_reads(resident), t)
+        if best_key is None or key < best_key:
+            best, best_key = (b, resident), key
+    assert best is not None
+    return _configure(best[0], limit, best[1])
+
+
+_RESIDENCY_NODES = 512
+"""Branch-and-bound nodes `_residency` explores at most (then it keeps the best found)."""
+
+
+def _residency(b: _Block, limit: int) -> list[bool]:
+    """Which ops keep their weights resident at b's tile count (fitting), maximising the
+    resident weights (F_D = ... + resident + T x streamed): none at T = 1 (one tile reads every
+    weight once anyway). Else a depth-first branch and bound over the ops by decreasing
+    weights (ties: lower id), resident before streamed, a configuration fitting when the
+    resident weights plus the most any position holds (a resident op's activations, a
+    streamed op's with its finest slice, the ops without weights') fit, from the incumbent of
+    `_first_fit`; exact unless `_RESIDENCY_NODES` nodes do not suffice (then the best found;
+    docs/cost-model.md 4.2 has the measured gaps)."""
+    k = len(b.layout.weighted)
+    if b.tiles == 1 or not k:
+        return [False] * k
+    elems, held, finest = b.layout.w_elems, b.held_w, b.finest
+    order = sorted(range(k), key=lambda i: (-elems[i], i))
+    w = [elems[i] for i in order]
+    h = [held[i] for i in order]
+    f = [finest[i] for i in order]
+    rest_w, rest_f, rest_min = [0] * (k + 1), [0] * (k + 1), [0] * (k + 1)
+    for i in range(k - 1, -1, -1):
+        rest_w[i] = rest_w[i + 1] + w[i]
+        rest_f[i] = max(rest_f[i + 1], f[i])
+        rest_min[i] = max(rest_min[i + 1], min(h[i], f[i]))
+    best_w, best = _first_fit(w, h, f, b.floor, limit)
+    stack = [(0, 0, b.floor, 0, 0)]  # next op, resident weights, max held, max finest, mask
+    nodes = 0
+    while stack and nodes < _RESIDENCY_NODES:
+        i, total, top_h, top_f, mask = stack.pop()
+        nodes += 1
+        least = max(top_h, top_f, rest_min[i])  # any completion holds this much at least
+        if total + least > limit or min(total + rest_w[i], limit - least) <= best_w:
+            continue  # no completion fits, or none beats the best
+        if total > best_w and total + max(top_h, top_f, rest_f[i]) <= limit:
+            best_w, best = total, mask  # the rest streamed fits
+        if i < k:
+            stack.append((i + 1, total, top_h, max(top_f, f[i]), mask))
+            stack.append((i + 1, total + w[i], max(top_h, h[i]), top_f, mask | 1 << i))
+    resident = [False] * k
+    for j in range(k):
+        if best >> j & 1:
+            resident[order[j]] = True
+    return resident
+
+
+def _first_fit(w: list[int], h: list[int], f: list[int], floor: int,
+               limit: int) -> tuple[int, int]:
+    """The branch and bound's first incumbent: for each bound V on what a position may hold
+    (ascending from the least possible, while the buffer less V could beat the best), the ops
+    needing more than V streamed are resident, those needing more than V resident are
+    streamed, and the others fill the room left (`_fill`). `w`, `h`, `f` by decreasing
+    weights. Returns (resident weights, bit mask over that order)."""
+    v0 = max([floor, *map(min, h, f)])
+    best_w, best = -1, 0
+    for v in sorted({v0, *(x for x in (*h, *f) if x > v0)}):
+        if limit - v <= best_w:
+            break
+        total, mask, free = 0, 0, []
+        for i, (hi, fi) in enumerate(zip(h, f, strict=True)):
+            if fi > v:  # must be resident (hi <= v0 <= v: min(hi, fi) <= v0)
+                total += w[i]
+                mask |= 1 << i
+            elif hi <= v:
+                free.append(i)
+        room = limit - v - total
+        if room < 0:
+            continue
+        added, chosen = _fill([w[i] for i in free], room)
+        if total + added > best_w:
+            best_w = total + added
+            best = mask | sum(1 << free[j] for j in chosen)
+    return best_w, best
+
+
+_FILL_STEPS = 4096
+"""Resolution of `_fill`'s subset-sum table (units of the room)."""
+
+
+def _fill(w: list[int], room: int) -> tuple[int, list[int]]:
+    """A subset of the weights `w` (decreasing) of large sum within `room`: an exact
+    subset-sum over weights rounded up to room / `_FILL_STEPS` units (a bit set per item, so
+    the sum stays within the room and falls short of the best by less than a unit per item),
+    then the unused weights added first-fit. Returns (sum, indices)."""
+    unit = max(1, -(-room // _FILL_STEPS))
+    cap = room // unit
+    scaled = [-(-x // unit) for x in w]
+    full = (1 << (cap + 1)) - 1
+    reach, history = 1, []
+    for x in scaled:
+        history.append(reach)
+        if x <= cap:
+            reach |= (reach << x) & full
+    target = reach.bit_length() - 1
+    chosen = []
+    for i in range(len(w) - 1, -1, -1):
+        if not history[i] >> target & 1:  # not reachable without item i: it is used
+            chosen.append(i)
+            target -= scaled[i]
+    total = sum(w[i] for i in chosen)
+    used = set(chosen)
+    for i, x in enumerate(w):
+        if i not in used and total + x <= room:
+            total += x
+            chosen.append(i)
+    return total, chosen
+
+
+def _configure(b: _Block, limit: int, resident: list[bool] | None = None) -> TileCost:
+    """The configuration of block `b` with the given residency (None: `_residency` if the
+    block fits, else none): streamed ops in the fewest slices that fit, or in their finest
+    slices when the configuration does not fit."""
+    layout = b.layout
+    if resident is None:
+        resident = _residency(b, limit) if b.least <= limit else [False] * len(layout.weighted)
+    total = sum(e for e, r in zip(layout.w_elems, resident, strict=True) if r)
+    fits = total + max([b.floor, *(b.held_w[i] if r else b.finest[i]
+                                   for i, r in enumerate(resident))]) <= limit
+    peak = b.floor
+    plans = []
+    for i, w in enumerate(layout.weighted):
+        if resident[i]:
+            plans.append(OpWeights(w.op, True, "out", 1, w.out_channels, w.elems))
+            peak = max(peak, b.held_w[i])
+            continue
+        plan, need = _slices(b, i, limit - total) if fits else _finest(b, i)
+        plans.append(plan)
+        peak = max(peak, need)
+    streamed = sum(e for e, r in zip(layout.w_elems, resident, strict=True) if not r)
+    return TileCost(b.tiles, streamed > 0, total + peak, b.act, total + b.tiles * streamed,
+                    b.macs, tuple(plans), layout.allowance, layout.acc)
+
+
+def _finest(b: _Block, i: int) -> tuple[OpWeights, int]:
+    """Op i streamed in one-channel slices of the split that needs less (ties: output)."""
+    w = b.layout.weighted[i]
+    out = b.held_w[i] + w.first_out
+    if w.in_channels and b.sliced_finest[i] < out:
+        return OpWeights(w.op, False, "in", w.in_channels, 1, w.first_in), b.sliced_finest[i]
+    return OpWeights(w.op, False, "out", w.out_channels, 1, w.first_out), out
+
+
+def _slices(b: _Block, i: int, budget: int) -> tuple[OpWeights, int]:
+    """Op i streamed in the fewest slices whose largest fits `budget` (the buffer less the
+    resident weights) next to what its position holds; ties to output-channel slices."""
+    w = b.layout.weighted[i]
+    best: tuple[int, str, int] | None = None  # (slices, split, chunk)
+    c = _largest_chunk(budget - int(b.held_w[i]), w.elems, w.out_channels)
+    if c:
+        s = -(-w.out_channels // c)
+        best = (s, "out", -(-w.out_channels // s))
+    if w.in_channels:
+        base, per = b.sliced(i)
+
+        def need(c: int) -> int:
+            return int((base + c * per).max()) + slice_elems(w.elems, w.in_channels, 0, c)
+
+        lo, hi = 0, w.in_channels  # need(lo) fits (lo = 0: none), find the largest c
+        if need(1) <= budget:
+            lo = 1
+            while hi > lo:
+                mid = (lo + hi + 1) // 2
+                lo, hi = (mid, hi) if need(mid) <= budget else (lo, mid - 1)
+            s = -(-w.in_channels // lo)
+            if best is None or s < best[0]:
+                best = (s, "in", -(-w.in_channels // s))
+    assert best is not None, "a fitting configuration streams every op in some slices"
+    s, split, chunk = best
+    chans = w.out_channels if split == "out" else w.in_channels
+    first = slice_elems(w.elems, chans, 0, chunk)
+    if split == "out":
+        need_at = int(b.held_w[i]) + first
+    else:
+        base, per = b.sliced(i)
+        need_at = int((base + chunk * per).max()) + first
+    return OpWeights(w.op, False, split, s, chunk, first), need_at
+
+
+class _Block:
+    """One tile count of a group: its regions, traffic and what each op position holds.
+
+    Attributes:
+        rows, live: Rows of every tensor and live activations at every position, per tile.
+        act, macs: Entering elements read and MACs over the tiles.
+        held_w: Per op with weights (`_Layout.weighted`), the most its position holds in a
+            tile, activations and allowances (no weights).
+        floor: The same maximum over the positions of the ops without weights.
+        finest: Per op with weights, the most its position holds with the op streamed in its
+            finest slices (one channel, of the split that needs less).
+        sliced_finest: The same input-sliced (output-sliced where the op cannot be).
+        least: The requirement with every op streamed in its finest slices, less than any
+            other configuration's at this tile count.
+    """
+
+    __slots__ = ("act", "finest", "floor", "held_w", "layout", "least", "live", "macs", "rows",
+                 "sliced_finest", "tiles")
+
+    def __init__(self, layout: _Layout, tiles: int, rows: np.ndarray, live: np.ndarray,
+                 act: int, macs: int, held_w: list[int], floor: int, finest: list[int],
+                 sliced_finest: list[int]) -> None:
+        self.layout, self.tiles, self.rows, self.live = layout, tiles, rows, live
+        self.act, self.macs, self.held_w, self.floor = act, macs, held_w, floor
+        self.finest, self.sliced_finest = finest, sliced_finest
+        self.least = max(floor, max(finest, default=0))
+
+    def sliced(self, i: int) -> tuple[np.ndarray, np.ndarray]:
+        """Per tile, what op i's position holds input-sliced, less its input slice (base),
+        and the elements of one channel of its input region (per)."""
+        return _sliced(self.layout, i, self.rows, self.live)
+
+    def weight_reads(self, resident: list[bool]) -> int:
+        """Weight elements read from DRAM with the given residency."""
+        elems = self.layout.w_elems
+        kept = sum(e for e, r in zip(elems, resident, strict=True) if r)
+        return kept + self.tiles * (sum(elems) - kept)
+
+
+def _whole_least(layout: _Layout) -> int:
+    """`_Block.least` of one tile holding every tensor whole: at least T = 1's (a tile's
+    region of a tensor is at most all its rows, and what a position holds grows with them)."""
+    rows = layout.heights[:, None]
+    live = _live(layout, rows)
+    need = live[:, 0] + layout.allowance
+    if len(layout.w_pos):
+        need[layout.w_pos] += layout.w_first_out
+        for i in layout.in_sliceable:
+            base, per = _sliced(layout, i, rows, live)
+            w = layout.weighted[i]
+            need[w.pos] = min(need[w.pos], int(base[0] + per[0]) + w.first_in)
+    return int(need.max())
+
+
+def _sliced(layout: _Layout, i: int, rows: np.ndarray,
+            live: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    w = layout.weighted[i]
+    x = rows[w.x] * layout.row_elems[w.x]
+    o = rows[w.o] * layout.row_elems[w.o]
+    base = live[w.pos] - x + (layout.acc - 1) * o + layout.allowance
+    return base, rows[w.x] * w.x_channel_elems
+
+
+def _blocks(layout: _Layout, counts: tuple[int, ...],
+            rows: np.ndarray | None = None) -> dict[int, _Block]:
+    """The `_Block` of several tile counts, from one propagation over all their tiles (or
+    from the given `rows` of every tensor in every tile)."""
+    if rows is None:
+        rows = _Bands(layout, counts).rows
+    live = _live(layout, rows)  # (positions, all tiles)
+    starts = np.cumsum([0, *counts[:-1]])
+    held = np.maximum.reduceat(live, starts, axis=1) + layout.allowance  # (positions, counts)
+    sums = np.add.reduceat(rows, starts, axis=1)
+    m = len(layout.entering)
+    read = np.maximum(sums[:m], layout.heights[:m, None])
+    act = (read * layout.row_elems[:m, None]).sum(axis=0).tolist()
+    if layout.macs:
+        k, op_macs, h = layout.mac_arrays
+        macs = (sums[k] * op_macs[:, None] // h[:, None]).sum(axis=0).tolist()
+    else:
+        macs = [0] * len(counts)
+    n = len(counts)
+    free = held[layout.weightless]
+    floor = free.max(axis=0).tolist() if len(free) else [0] * n
+    held_w = held[layout.w_pos]
+    sliced = held_w + layout.w_first_out[:, None]
+    finest = sliced.copy()
+    for i in layout.in_sliceable:
+        base, per = _sliced(layout, i, rows, live)
+        alt = np.maximum.reduceat(base + per, starts) + layout.weighted[i].first_in
+        sliced[i] = alt
+        np.minimum(finest[i], alt, out=finest[i])
+    held_t, finest_t, sliced_t = held_w.T.tolist(), finest.T.tolist(), sliced.T.tolist()
+    out = {}
+    for c, (tiles, start) in enumerate(zip(counts, starts.tolist(), strict=True)):
+        cols = slice(start, start + tiles)
+        out[tiles] = _Block(layout, tiles, rows[:, cols], live[:, cols], int(act[c]),
+                            int(macs[c]), held_t[c], int(floor[c]), finest_t[c], sliced_t[c])
+    return out
 
 
 def dram_lower_bound(graph: ComputeGraph, ops: Sequence[int], hw: HardwareConfig) -> int | None:
     """A lower bound of the group's F_D if it fits the buffer; None if it cannot fit.
 
     Far cheaper than `group_cost` (no tile regions: one pass over the group's ops, vectorised
-    over every tile count). Proof (docs/exact.md, "The BRR fit bound"): for T tiles every tile
+    over every tile count). Proof (docs/exact.md, "The BRR fit bound"): at T tiles every tile
     holds at least ``floor(H/T)`` rows of each leaving tensor of height H (its band), and an op
     whose tile needs r rows makes the tile need at least ``min_a(hi[a+r-1] - lo[a] + 1)`` rows
     of each input (a global pooling with a network output downstream, `_useful`:
-    ``floor(h/T)`` of its input); these per-tile row counts L_T bound the live elements at each
-    op position in *every* tile, hence the requirement of each weight mode at T, and the DRAM
-    reads (each entering tensor at least ``max(T * L_T, H)`` rows, streamed weights T times).
-    The chosen configuration fits, so its (T, mode) is one whose bounded requirement fits, and
-    its F_D is at least the least bounded F_D over those; when none fits, neither does the
-    group.
+    ``floor(h/T)`` of its input); these per-tile row counts L_T bound the live activations at
+    each op position in every tile (an input-sliced op: one channel of its input region and
+    its output as partial sums instead), to which the row allowances, at least the op's
+    finest slice of weights and the resident weights add. So a configuration at T fits only if
+    every position's floor does, its resident weights are at most the buffer less the largest
+    activation floor, and its F_D is at least the entering tensors' ``max(T L_T, H)`` rows,
+    the writes, the weights once and the weights that cannot be resident T - 1 more times.
     """
     ops = tuple(sorted(ops))
     if incompatibility(graph, ops):
         return None
     limit = hw.buffer_bytes // hw.dtype_bytes
-    layout = _Layout(graph, ops, row_deps(graph))
+    layout = _Layout(graph, ops, row_deps(graph), accumulator_elems(hw.dtype_bytes))
     tiles = np.arange(1, int(layout.heights.max()) + 1, dtype=np.int64)
     least = _least_rows(graph, layout, tiles)
-    live = _live(layout, least)  # (positions, tile counts)
+    act_floor = _live(layout, least) + layout.allowance  # (positions, tile counts)
+    need = act_floor.copy()
+    for w in layout.weighted:
+        need[w.pos] += w.first_out
+        if w.in_channels:  # input-sliced: one channel of the input, the output as partial sums
+            alt = (act_floor[w.pos] - least[w.x] * (layout.row_elems[w.x] - w.x_channel_elems)
+                   + (layout.acc - 1) * least[w.o] * layout.row_elems[w.o])
+            np.minimum(act_floor[w.pos], alt, out=act_floor[w.pos])
+            np.minimum(need[w.pos], alt + w.first_in, out=need[w.pos])
+    fits = need.max(axis=0) <= limit
+    if not fits.any():
+        return None
     m = len(layout.entering)
     act = (np.maximum(tiles * least[:m], layout.heights[:m, None])
            * layout.row_elems[:m, None]).sum(axis=0)
-    writes = sum(h * int(layout.row_elems[k]) for k, h in layout.leaving)
     weights = layout.weight_sum
-    fits_resident = live.max(axis=0) + weights <= limit
-    fits_streamed = (live + layout.weights[:, None]).max(axis=0) <= limit
-    dram = np.concatenate([(act + weights)[fits_resident],
-                           (act + weights * tiles)[fits_streamed]])
-    return None if not len(dram) else (int(dram.min()) + writes) * hw.dtype_bytes
+    streamed = np.maximum(weights - (limit - act_floor.max(axis=0)), 0)
+    dram = act + weights + (tiles - 1) * streamed
+    writes = sum(h * int(layout.row_elems[k]) for k, h in layout.leaving)
+    return (int(dram[fits].min()) + writes) * hw.dtype_bytes
 
 
 @dataclass(frozen=True)
@@ -188,10 +648,10 @@ class FitFloors:
     """Per-op floors of every BRR group holding the op, on one graph and buffer.
 
     Attributes:
-        tiles: Per op, the fewest tiles with which such a group can fit with streamed weights
-            (0: with none, so no group holding the op fits).
-        resident_elems: Per op, the fewest activation elements live at its position in a tile
-            at any tile count (what resident weights share the buffer with, at least).
+        tiles: Per op, the fewest tiles with which such a group can fit (0: with none, so no
+            group holding the op fits).
+        resident_elems: Per op, the fewest activation elements held at its position in a
+            tile at any tile count (what resident weights share the buffer with, at least).
     """
 
     tiles: tuple[int, ...]
@@ -203,16 +663,83 @@ def fit_floors(graph: ComputeGraph, hw: HardwareConfig) -> FitFloors:
 
     Proof sketch: in every BRR group S holding op o and for every tile count T, each tile
     needs at least m_T(o) rows of o's tensor and ``win(m_T(o))`` of each of o's inputs
-    (`_op_activations`), and all of them are live at o's position; streamed, o's weights are
-    on chip then too. So a fitting streamed configuration has T >= tiles[o] for every o of S,
-    and a fitting resident one weights(S) + resident_elems[o] <= buffer.
+    (`_op_activations`), all held at o's position with at least one output channel's slice
+    of o's weights; or, o input-sliced (its input entering, so with its row in flight), one
+    channel of its input region, its output as partial sums and one input channel's slice.
+    So a fitting configuration has T >= tiles[o] for every o of S, and its resident weights
+    are at most the buffer less resident_elems[o].
     """
-    act = _op_activations(graph)  # (ops, tile counts 1..): non-increasing along a row
-    limit = hw.buffer_bytes // hw.dtype_bytes
-    weights = np.array([op.weight_elems for op in graph], dtype=np.int64)
-    fits = act + weights[:, None] <= limit
-    tiles = np.where(fits.any(axis=1), fits.argmax(axis=1) + 1, 0)
-    return FitFloors(tuple(int(t) for t in tiles), tuple(int(x) for x in act[:, -1]))
+    act, need = _op_floors(graph, accumulator_elems(hw.dtype_bytes))
+    fits = need <= hw.buffer_bytes // hw.dtype_bytes  # non-increasing floors: fits from a T on
+    first = np.where(fits.any(axis=1), fits.argmax(axis=1) + 1, 0)
+    return FitFloors(tuple(int(t) for t in first), tuple(int(x) for x in act[:, -1]))
+
+
+@lru_cache(maxsize=8)
+def _op_floors(graph: ComputeGraph, acc: int) -> tuple[np.ndarray, np.ndarray]:
+    """(act, need)[o, T-1]: the fewest activation elements (act), and activation plus weight
+    elements (need), every tile of T tiles holds at o's position in any group holding o and
+    in any configuration, T = 1 .. the tallest tensor of the graph; non-increasing in T.
+    Whole input: `_op_activations` and one output channel's slice of weights; input-sliced
+    (an op of `_in_sliceable`): its output as partial sums (`acc` elements each), one channel
+    of its input region, its input's row in flight and one input channel's slice of weights.
+    """
+    act = _op_activations(graph)
+    least = _least_rows_any(graph)
+    deps = row_deps(graph)
+    tiles = np.arange(1, act.shape[1] + 1, dtype=np.int64)
+    floor = act.copy()
+    need = act.copy()
+    for op in graph:
+        if not op.weight_elems:
+            continue
+        need[op.id] += slice_elems(op.weight_elems, channels(op.output_shape), 0, 1)
+        chans = _in_sliceable(op)
+        if chans:
+            x = op.inputs[0]
+            alt = (acc * least[op.id] * deps.row_elems_of[op.id]
+                   + _read_by(graph, op.id, x, least[op.id], tiles)
+                   * (deps.row_elems_of[x] // chans)
+                   + (deps.row_elems_of[x] if deps.height_of[x] > 1 else 0))
+            np.minimum(floor[op.id], alt, out=floor[op.id])
+            np.minimum(need[op.id], alt + slice_elems(op.weight_elems, chans, 0, 1),
+                       out=need[op.id])
+    return floor, need
+
+
+@lru_cache(maxsize=8)
+def _weight_info(graph: ComputeGraph) -> tuple[dict[int, tuple[int, ...]], dict[int, int]]:
+    """Per op with weights: (weight elements, output channels, elements of its first
+    one-output-channel slice, input channels if it can be input-sliced (else 0), elements of
+    its first one-input-channel slice, elements of one channel of one row of its input); and
+    the input of every op that can be input-sliced."""
+    deps = row_deps(graph)
+    info, inputs = {}, {}
+    for op in graph:
+        if not op.weight_elems:
+            continue
+        c_out, chans = channels(op.output_shape), _in_sliceable(op)
+        info[op.id] = (op.weight_elems, c_out, slice_elems(op.weight_elems, c_out, 0, 1), chans,
+                       slice_elems(op.weight_elems, chans, 0, 1) if chans else 0,
+                       deps.row_elems_of[op.inputs[0]] // chans if chans else 0)
+        if chans:
+            inputs[op.id] = op.inputs[0]
+    return info, inputs
+
+
+def _in_sliceable(op: Op) -> int:
+    """Input channels of an op that can run in input-channel slices (0 if it cannot): a
+    convolution of one group on a 4-d input, or a linear layer on an N,C input, with weights,
+    one distinct input of at least two channels."""
+    if not op.weight_elems or len(set(op.inputs)) != 1:
+        return 0
+    shape = op.input_shapes[0]
+    if not ((op.kind is OpKind.CONV and op.groups == 1 and len(shape) == 4
+             and len(op.output_shape) == 4)
+            or (op.kind is OpKind.LINEAR and len(shape) == 2 and len(op.output_shape) == 2)):
+        return 0
+    chans = channels(shape)
+    return chans if chans > 1 else 0
 
 
 @lru_cache(maxsize=8)
@@ -314,59 +841,23 @@ def _least_window(graph: ComputeGraph, o: int, slot: int) -> np.ndarray:
     return w
 
 
-def _dram(t: TileCost) -> int:
-    return t.act_read_elems + t.weight_read_elems
+@dataclass(frozen=True, slots=True)
+class _Weighted:
+    """An op with weights in one group: its position, op id, weight elements, output
+    channels, input channels if it can be input-sliced here (else 0: its one input must enter
+    the group and be read by no other op of it), the rows (in `_Layout.refs`) of its input and
+    of itself, and the elements of one channel of one row of its input."""
 
-
-def _smallest_fitting(at, limit: int, max_tiles: int) -> TileCost:
-    if at(1).buffer_elems <= limit or at(max_tiles).buffer_elems > limit:
-        return at(1) if at(1).buffer_elems <= limit else at(max_tiles)
-    n = 1
-    while at(n).buffer_elems > limit and n < max_tiles:
-        n = min(2 * n, max_tiles)
-    if at(n).buffer_elems > limit or n == 1:
-        return at(n)
-    lo, hi = n // 2, n  # at(lo) does not fit, at(hi) fits
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        lo, hi = (mid, hi) if at(mid).buffer_elems > limit else (lo, mid)
-    return at(hi)
-
-
-def tile_cost(graph: ComputeGraph, ops: Sequence[int], tiles: int,
-              streamed: bool) -> TileCost:
-    """Buffer requirement and traffic of running `ops` in `tiles` row tiles."""
-    return _tile_costs(graph, tuple(sorted(ops)), tiles)[int(streamed)]
-
-
-def _tile_costs(graph: ComputeGraph, ops: tuple[int, ...], tiles: int,
-                ) -> tuple[TileCost, TileCost]:
-    """(resident, streamed) costs of `tiles` row tiles: the regions are shared."""
-    return _batch_costs(_Layout(graph, ops, row_deps(graph)), (tiles,))[tiles]
-
-
-def _batch_costs(layout: _Layout, counts: tuple[int, ...],
-                 ) -> dict[int, tuple[TileCost, TileCost]]:
-    """`_tile_costs` at several tile counts, from one propagation over all their tiles."""
-    rows = _Bands(layout, counts).rows
-    live = _live(layout, rows)  # (positions, all tiles)
-    w, weights = layout.weights, layout.weight_sum
-    m = len(layout.entering)
-    out = {}
-    start = 0
-    for tiles in counts:
-        cols = slice(start, start + tiles)
-        start += tiles
-        block_rows, block_live = rows[:, cols], live[:, cols]
-        read = np.maximum(block_rows[:m].sum(axis=1), layout.heights[:m])
-        act = sum(int(x) * int(e) for x, e in zip(read, layout.row_elems[:m], strict=True))
-        sums = block_rows.sum(axis=1).tolist()
-        macs = sum(sums[k] * op_macs // h for k, op_macs, h in layout.macs)
-        out[tiles] = (
-            TileCost(tiles, False, int(block_live.max()) + weights, act, weights, macs),
-            TileCost(tiles, True, int((block_live + w[:, None]).max()), act, weights * tiles,
-                     macs))
-    return out
+    pos: int
+    op: int
+    elems: int
+    out_channels: int
+    in_channels: int
+    x: int
+    o: int
+    x_channel_elems: int
+    first_out: int
+    first_in: int
 
 
 class _Bands:
@@ -423,8 +914,9 @@ class _Layout:
     """What the tile regions of one group share whatever the tile count: its tensors, their
     heights and row sizes, the propagation steps, the tensors' lifetimes and the weights."""
 
-    def __init__(self, graph: ComputeGraph, ops: tuple[int, ...], deps: RowDeps) -> None:
-        self.graph, self.ops, self.deps = graph, ops, deps
+    def __init__(self, graph: ComputeGraph, ops: tuple[int, ...], deps: RowDeps,
+                 acc: int = 1) -> None:
+        self.graph, self.ops, self.deps, self.acc = graph, ops, deps, acc
         self.entering = graph.inputs_of(ops)
         self.refs = (*self.entering, *ops)
         self.index = {ref: k for k, ref in enumerate(self.refs)}
@@ -437,6 +929,60 @@ class _Layout:
         self.positions = len(ops)
         self.weights = np.array([graph[o].weight_elems for o in ops], dtype=np.int64)
         self.weight_sum = int(self.weights.sum())
+        # one row in flight per entering tensor, one being written per leaving tensor
+        self.allowance = sum(deps.row_elems_of[r] for r in self.entering
+                             if deps.height_of[r] > 1) + sum(
+            deps.row_elems_of[self.refs[k]] for k, h in self.leaving if h > 1)
+
+    @cached_property
+    def weighted(self) -> tuple[_Weighted, ...]:
+        """The ops with weights, in position order, with how they can be sliced here."""
+        info, inputs = _weight_info(self.graph)
+        n_in, index, out = len(self.entering), self.index, []
+        for p, o in enumerate(self.ops):
+            s = info.get(o)
+            if s is None:
+                continue
+            elems, c_out, first_out, chans, first_in, x_chan = s
+            k = index[inputs[o]] if chans else 0
+            if chans and (k >= n_in or self.spans[k] != (p, p)):
+                chans = first_in = x_chan = 0  # its input is produced here or read again
+            out.append(_Weighted(p, o, elems, c_out, chans, k, index[o], x_chan, first_out,
+                                 first_in))
+        return tuple(out)
+
+    @cached_property
+    def w_pos(self) -> np.ndarray:
+        """Positions of the ops with weights."""
+        return np.array([w.pos for w in self.weighted], dtype=np.int64)
+
+    @cached_property
+    def weightless(self) -> np.ndarray:
+        """Positions of the ops without weights."""
+        mask = np.ones(self.positions, dtype=bool)
+        mask[self.w_pos] = False
+        return np.flatnonzero(mask)
+
+    @cached_property
+    def w_first_out(self) -> np.ndarray:
+        """Weight elements of each weighted op's one-output-channel slice."""
+        return np.array([w.first_out for w in self.weighted], dtype=np.int64)
+
+    @cached_property
+    def in_sliceable(self) -> tuple[int, ...]:
+        """Indices (in `weighted`) of the ops that can run input-sliced here."""
+        return tuple(i for i, w in enumerate(self.weighted) if w.in_channels)
+
+    @cached_property
+    def mac_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """`macs` as three arrays: tensor rows, MACs, heights."""
+        return tuple(np.array(v, dtype=np.int64)  # type: ignore[return-value]
+                     for v in zip(*self.macs, strict=True))
+
+    @cached_property
+    def w_elems(self) -> list[int]:
+        """Weight elements of the ops with weights."""
+        return [w.elems for w in self.weighted]
 
     @cached_property
     def steps(self) -> list[tuple[int, tuple[int, int] | None, tuple]]:

@@ -10,8 +10,16 @@ reference.
 
 Unfusable ops are those that do not fit the buffer even alone (for LBDF in particular an op
 whose weights alone exceed it). As in the paper they are removed before optimisation: a plan
-runs each of them layer by layer in a group of its own, which is valid, and the "fuseable"
-totals leave those groups out.
+runs each of them on its own, layer by layer and tiled to the buffer (`simulator.cost.lbl`),
+and the "fuseable" totals leave those groups out. F_beta is not monotone, so an unfusable op
+may still fit in a larger group (a 1x1 expand, a depthwise and a 1x1 project can fit where
+the depthwise alone does not); a user's plan may hold one, and that group is costed and
+counted like any other. The *fuseable scope* of a plan is therefore the ops of its groups
+other than unfusable singletons run alone, and `lower_bound_fuseable` and `lbl_dram_fuseable`
+are taken over that scope (docs/cost-model.md, section 7): the compulsory traffic of the scope
+bounds the fuseable DRAM of every valid plan. For every plan the searches produce (unfusable
+ops alone) the scope is the set of fuseable ops, whose figures are cached
+(`CostCache.references`).
 """
 
 from __future__ import annotations
@@ -34,7 +42,7 @@ if TYPE_CHECKING:
     from simulator.hw import HardwareConfig
 
 __all__ = ["COST_MODELS", "CostCache", "PlanCost", "PlanTotals", "evaluate_plan",
-           "plan_totals"]
+           "fuseable_scope", "plan_totals"]
 
 COST_MODELS: dict[Scheme, GroupCostFn] = {
     Scheme.LBDF: lbdf.group_cost,
@@ -71,7 +79,8 @@ class CostCache:
 
     def run(self, ops: Iterable[int]) -> GroupCost:
         """How `ops` runs as a group of a plan: an unfusable op alone runs layer by layer (its
-        LBL cost, flagged `runs_alone`, always fits); anything else is `group(ops)`."""
+        LBL cost, streamed or tiled to the buffer, flagged `runs_alone`; it fits unless not even
+        its smallest tile does); anything else is `group(ops)`."""
         key = tuple(sorted(ops))
         if len(key) == 1:
             alone = self._alone.get(key[0])
@@ -81,7 +90,9 @@ class CostCache:
 
     @property
     def references(self) -> dict[str, int]:
-        """Lower bounds and layer-by-layer traffic, whole network and fuseable ops."""
+        """Lower bounds and layer-by-layer traffic (every op on its own, streamed or tiled),
+        whole network and fuseable ops (the scope of every plan that keeps the unfusable ops
+        alone; `evaluate_plan` rescopes the fuseable figures to a plan that does not)."""
         return self._shared.references
 
     @property
@@ -119,7 +130,7 @@ class _Context:
 
     Attributes:
         unfusable: Ops that do not fit even alone.
-        alone: The cost each of them runs at: LBL, flagged `runs_alone`.
+        alone: The cost each of them runs at: LBL (streamed or tiled), flagged `runs_alone`.
         references: Lower bounds and layer-by-layer traffic.
     """
 
@@ -157,7 +168,8 @@ class PlanTotals:
         fused_mbu: Largest F_beta over groups of two or more ops (0 layer by layer).
         cycles: Analytic cycles summed over groups.
         energy_pj: Energy summed over groups.
-        runs: Every group runs (fits, or is an unfusable op run alone).
+        runs: Every group runs (fits; an unfusable op alone runs unless not even its smallest
+            tile fits).
     """
 
     dram_bytes: int
@@ -200,8 +212,12 @@ class PlanCost:
         dram_bytes_fuseable: F_D over groups of fuseable ops (the paper's DRAM access).
         mbu: Maximum buffer usage: the largest F_beta over groups of fuseable ops.
         cycles, energy_pj: Sums over all groups.
-        lower_bound, lower_bound_fuseable: Compulsory traffic of the network / fuseable ops.
-        lbl_dram, lbl_dram_fuseable: Layer-by-layer traffic of the network / fuseable ops.
+        lower_bound: Compulsory traffic of the network.
+        lower_bound_fuseable: Compulsory traffic of the plan's fuseable scope (the ops of its
+            groups other than unfusable singletons run alone; module docs).
+        lbl_dram: Layer-by-layer traffic of the network (every op on its own, streamed or
+            tiled).
+        lbl_dram_fuseable: Layer-by-layer traffic of the plan's fuseable scope.
     """
 
     scheme: Scheme
@@ -265,11 +281,29 @@ def evaluate_plan(graph: ComputeGraph, plan: PartitionPlan, hw: HardwareConfig,
             found.append(f"group {k} ({graph[ops[0]].name}, {len(ops)} ops): {cost.reason}")
     totals = plan_totals(costs)
     refs = cache.references
+    lower_fuseable, lbl_fuseable = _fuseable_references(cache, costs)
     return PlanCost(
         scheme=cache.scheme, groups=tuple(costs), unfusable=cache.unfusable,
         violations=tuple(found), dram_bytes=totals.dram_bytes,
         dram_bytes_fuseable=totals.dram_bytes_fuseable, mbu=totals.mbu, cycles=totals.cycles,
         energy_pj=totals.energy_pj, lower_bound=refs["lower_bound"],
-        lower_bound_fuseable=refs["lower_bound_fuseable"], lbl_dram=refs["lbl_dram"],
-        lbl_dram_fuseable=refs["lbl_dram_fuseable"],
+        lower_bound_fuseable=lower_fuseable, lbl_dram=refs["lbl_dram"],
+        lbl_dram_fuseable=lbl_fuseable,
     )
+
+
+def fuseable_scope(costs: Iterable[GroupCost]) -> tuple[int, ...]:
+    """The fuseable scope of a plan from its group costs (`CostCache.run` of each): the ops
+    of its groups other than unfusable singletons run alone, ascending."""
+    return tuple(sorted({o for c in costs if not c.runs_alone for o in c.ops}))
+
+
+def _fuseable_references(cache: CostCache, costs: list[GroupCost]) -> tuple[int, int]:
+    """(lower_bound_fuseable, lbl_dram_fuseable) over the plan's fuseable scope."""
+    refs = cache.references
+    alone = {c.ops[0] for c in costs if c.runs_alone}
+    if alone == set(cache.unfusable):  # every unfusable op alone: the cached scope
+        return refs["lower_bound_fuseable"], refs["lbl_dram_fuseable"]
+    scope = fuseable_scope(costs)
+    lower = compulsory_bytes(cache.graph, scope, cache.hw.dtype_bytes) if scope else 0
+    return lower, refs["lbl_dram"] - sum(cache.run((o,)).dram_bytes for o in alone)

@@ -34,6 +34,8 @@ class Failure(StrEnum):
     """BRR cannot tile the group (a whole-map result broadcast onto a feature map)."""
     NOT_SINGLE_OP = "not_single_op"
     """Layer by layer runs one op per group."""
+    TILE_OVER_BUFFER = "tile_over_buffer"
+    """An op run on its own: not even its smallest tile fits the buffer (it cannot run)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,11 +98,21 @@ class GroupCost:
         fits: True if F_beta <= buffer and the dataflow can run the group.
         reason: Why the group does not fit ("" when it does).
         timing: Cycles and energy.
-        tiles: Row tiles (BRR); 1 otherwise.
-        weights_streamed: BRR streams weights per tile instead of keeping them resident.
+        tiles: Row tiles (BRR); the tiles of a tiled layer (LBL); 1 otherwise.
+        weights_streamed: BRR streams some op's weights per tile instead of keeping them
+            resident.
         failure: The kind of `reason` (None when the group fits).
         runs_alone: An unfusable op run layer by layer on its own, outside the fusion
             (`simulator.cost.CostCache.run`): left out of the fuseable totals.
+        tiling: How an op run on its own (LBL) executes, in words: its rows streamed, or
+            the loop nest it is tiled with (`simulator.cost.lbl.LayerTiling`); "" otherwise.
+        reread_act_bytes: Part of `dram_act_read` above reading every input once (the halo
+            rows and input re-reads of a tiled layer).
+        reread_weight_bytes: Part of `dram_weight_read` above reading the weights once (the
+            weight re-reads of a tiled layer).
+        resident_weight_bytes: BRR: the weights resident for the whole group.
+        weight_slices: BRR: (op id, "out" | "in", slices) of every op streaming its weights,
+            in output- or input-channel slices (docs/cost-model.md, section 4.2).
     """
 
     scheme: Scheme
@@ -118,6 +130,11 @@ class GroupCost:
     weights_streamed: bool = False
     failure: Failure | None = None
     runs_alone: bool = False
+    tiling: str = ""
+    reread_act_bytes: int = 0
+    reread_weight_bytes: int = 0
+    resident_weight_bytes: int = 0
+    weight_slices: tuple[tuple[int, str, int], ...] = ()
 
     @property
     def dram_bytes(self) -> int:
@@ -147,7 +164,14 @@ class GroupCost:
             "reason": self.reason,
         }
         if self.scheme.tiled:
-            d.update(tiles=self.tiles, weights_streamed=self.weights_streamed)
+            d.update(tiles=self.tiles, weights_streamed=self.weights_streamed,
+                     resident_weight_bytes=self.resident_weight_bytes,
+                     weight_slices=[[graph[o].name if graph is not None else o, split, n]
+                                    for o, split, n in self.weight_slices])
+        if self.scheme is Scheme.LBL:
+            d.update(tiling=self.tiling, tiles=self.tiles,
+                     reread_act_bytes=self.reread_act_bytes,
+                     reread_weight_bytes=self.reread_weight_bytes)
         return d
 
 

@@ -2,12 +2,23 @@
 
 The group's weights are loaded first and stay resident. Rows then follow the schedule of
 `simulator.cost.lbdf.row_order`: an entering row is usable when its DRAM transfer lands, and
-its successor is requested (buffer taken, transfer queued) at that moment, so one row per
-entering tensor is in flight; an op row waits for its weights and input rows, takes its buffer
-row and the PE array's cycles. The simulator keeps its own reference counts: a row is freed
-when every consumer row whose window covers it has been computed (a global pooling consumes
-each row as it is produced), and a row leaving the group when its DRAM write has landed and
-the next row of its tensor is being produced (one write in flight per tensor).
+its successor is requested (transfer queued) at that moment, so one row per entering tensor is
+in flight; an op row waits for its weights and input rows, and the PE array's cycles; a row
+leaving the group is written back while the next row of its tensor is computed (one write in
+flight per tensor). The buffer follows the hardware's line-buffer granularity
+(`HardwareConfig.lbdf_buffer`):
+
+* whole rows: an entering row takes its buffer row when it is requested, an op row when it is
+  computed; the simulator keeps its own reference counts: a row is freed when every consumer
+  row whose window covers it has been computed (a global pooling consumes each row as it is
+  produced), a row leaving the group when its DRAM write has landed and the next row of its
+  tensor is being produced;
+* pixels: rows are executed block by block (the rows streamed together pixel by pixel) and,
+  at the first row of each block, the buffer is taken or returned to hold what the block's
+  line buffers hold (`RowOrder.levels`, the pixel rule of docs/cost-model.md 4.1): rows are not
+  allocated one by one, since a pixel line buffer takes and frees a row pixel by pixel. Where
+  whole rows hold no more (`row_order` then returns the row schedule), the group runs as with
+  whole rows.
 """
 
 from __future__ import annotations
@@ -35,7 +46,10 @@ class _LbdfGroup:
     def __init__(self, m: Machine, graph: ComputeGraph, ops: tuple[int, ...]) -> None:
         self.m, self.graph, self.ops = m, graph, ops
         self.deps = row_deps(graph)
-        self.order = row_order(graph, ops)
+        self.order = row_order(graph, ops, m.hw.lbdf_buffer)
+        self.pixel = self.order.levels is not None  # else whole rows (they hold no more)
+        self.block = -1  # pixel granularity: the block being executed, and its bytes held
+        self.held = 0
         self.refs = self.order.refs
         self.index = {r: k for k, r in enumerate(self.refs)}
         self.n_in = self.order.n_entering
@@ -74,14 +88,32 @@ class _LbdfGroup:
 
     def run(self) -> Generator[Any, Any, None]:
         yield from self._load_weights()
+        blocks = self.order.block.tolist() if self.pixel else None
+        if blocks:
+            yield from self._enter_block(blocks[0])
         for k in range(self.n_in):
             yield from self._request(k, 0)
-        for k, j in zip(self.order.tensor.tolist(), self.order.row.tolist(), strict=True):
+        for e, (k, j) in enumerate(zip(self.order.tensor.tolist(), self.order.row.tolist(),
+                                       strict=True)):
+            if blocks:
+                yield from self._enter_block(blocks[e])
             if k < self.n_in:
                 yield from self._arrive(k, j)
             else:
                 yield from self._compute(k, j)
         yield from self._finish()
+
+    def _enter_block(self, b: int) -> Generator[Any, Any, None]:
+        """Pixel granularity: hold what block b's line buffers hold."""
+        if b == self.block:
+            return
+        self.block = b
+        need = int(self.order.levels[b]) * self.m.hw.dtype_bytes
+        if need > self.held:
+            yield from self.m.alloc(need - self.held, f"the line buffers of block {b}")
+        else:
+            yield from self.m.free(self.held - need)
+        self.held = need
 
     def _load_weights(self) -> Generator[Any, Any, None]:
         d = self.m.hw.dtype_bytes
@@ -92,7 +124,8 @@ class _LbdfGroup:
                 self.weights_ready[o] = self.m.transfer(w, f"{self.graph[o].name}.weights")
 
     def _request(self, k: int, j: int) -> Generator[Any, Any, None]:
-        yield from self.m.alloc(self.row_bytes[k], f"row {j} of {self.names[k]!r}")
+        if not self.pixel:
+            yield from self.m.alloc(self.row_bytes[k], f"row {j} of {self.names[k]!r}")
         self.arrival[k][j] = self.m.transfer(self.row_bytes[k], self.names[k])
 
     def _arrive(self, k: int, j: int) -> Generator[Any, Any, None]:
@@ -108,10 +141,10 @@ class _LbdfGroup:
         if o in self.leaving and j > 0:  # one write in flight: row j-1 must have landed
             yield from self.m.wait_until(self.last_write[o])
             yield from self._release(k, j - 1)
-        if k not in self.accumulating:
+        if k not in self.accumulating and not self.pixel:
             yield from self.m.alloc(self.row_bytes[k], f"row {j} of {self.names[k]!r}")
         yield from self.m.compute(op.macs // self.order.heights[k], self._window_bytes(o, j))
-        if op.kind is not OpKind.GLOBAL_POOL:
+        if op.kind is not OpKind.GLOBAL_POOL and not self.pixel:
             for ref, lo, hi in zip(op.inputs, self.deps.lo[o], self.deps.hi[o], strict=True):
                 src = self.index.get(ref)
                 if src is not None:
@@ -128,6 +161,8 @@ class _LbdfGroup:
 
     def _produced(self, k: int, j: int) -> Generator[Any, Any, None]:
         """A row exists: global poolings reading it fold it in at once."""
+        if self.pixel:
+            return
         for c in self.folded_by.get(k, ()):
             if c not in self.accumulating:
                 self.accumulating.add(c)
@@ -139,6 +174,8 @@ class _LbdfGroup:
             yield from self.m.free(self.row_bytes[k])
 
     def _release(self, k: int, j: int) -> Generator[Any, Any, None]:
+        if self.pixel:
+            return
         self.pending[k][j] -= 1
         if self.pending[k][j] == 0:
             self.pending[k][j] = -1
@@ -149,6 +186,9 @@ class _LbdfGroup:
             k = self.index[o]
             yield from self.m.wait_until(self.last_write[o])
             yield from self._release(k, self.order.heights[k] - 1)
+        if self.pixel:
+            yield from self.m.free(self.held)
+            self.held = 0
         d = self.m.hw.dtype_bytes
         for o in self.ops:
             yield from self.m.free(self.graph[o].weight_elems * d)

@@ -6,7 +6,8 @@
 * PE array: executes one row (or one tile of an op) at a time, ceil(MACs / MACs-per-cycle)
   cycles; ops without MACs (activations, pooling, elementwise) are applied on the fly as data
   passes through and take no cycles, as in the analytic model.
-* Buffer: a simpy Container of the hardware's capacity. Allocation blocks while the buffer is
+* Buffer: a simpy Container of the hardware's capacity, enforced for every group (fused,
+  layer by layer, tiled): occupancy never exceeds it. Allocation blocks while the buffer is
   full; the only process that frees is the one that allocates, so a blocked allocation is a
   deadlock. simpy ends such a run silently: `Machine.run_group` detects it and raises
   `SimulationError` naming the group.
@@ -30,7 +31,8 @@ __all__ = ["Machine", "SimulationError", "Transfer"]
 
 
 class SimulationError(InputError):
-    """A plan the simulated machine cannot execute (a group that never fits the buffer)."""
+    """A plan the simulated machine cannot execute: a group that never fits the buffer, an
+    op whose smallest tile does not, a group its dataflow cannot run."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,9 +65,8 @@ class Machine:
         self.hw = hw
         self.env = simpy.Environment()
         self.buffer = simpy.Container(self.env, capacity=hw.buffer_bytes, init=0)
-        self.level = 0  # bytes held, including groups run without a capacity limit
+        self.level = 0  # bytes held (always the Container's level)
         self.peak = 0
-        self.enforce = True
         self.channel_free = 0
         self.record = record
         self.occupancy: list[tuple[int, int]] = [(0, 0)]
@@ -127,10 +128,9 @@ class Machine:
             return
         self.counters.events += 1
         self.counters.buffer_bytes += nbytes
-        if self.enforce:
-            self._waiting_for = what
-            yield self.buffer.put(nbytes)
-            self._waiting_for = ""
+        self._waiting_for = what
+        yield self.buffer.put(nbytes)
+        self._waiting_for = ""
         self._set_level(self.level + nbytes)
 
     def free(self, nbytes: int) -> Generator[Any, Any, None]:
@@ -138,8 +138,7 @@ class Machine:
         if nbytes <= 0:
             return
         self.counters.events += 1
-        if self.enforce:
-            yield self.buffer.get(nbytes)
+        yield self.buffer.get(nbytes)
         self._set_level(self.level - nbytes)
 
     def _set_level(self, level: int) -> None:
@@ -153,10 +152,9 @@ class Machine:
 
     # --- running ----------------------------------------------------------------------------
 
-    def run_group(self, body: Callable[[], Generator[Any, Any, None]], label: str,
-                  enforce: bool) -> None:
-        """Run one group to completion; raise `SimulationError` if it deadlocks."""
-        self.enforce = enforce
+    def run_group(self, body: Callable[[], Generator[Any, Any, None]], label: str) -> None:
+        """Run one group to completion within the buffer; raise `SimulationError` if it
+        deadlocks (an allocation the buffer can never grant)."""
         finished = []
 
         def wrapper() -> Generator[Any, Any, None]:

@@ -27,7 +27,10 @@ class GroupSim:
         macs: MACs executed (BRR recomputes halo rows).
         events: Simulated events (transfers, row or tile computations, allocations, frees).
         buffer_traffic_bytes: Bytes written into and read out of the buffer.
-        tiles: BRR tile count (1 otherwise); weights_streamed: BRR weight streaming.
+        tiles: BRR tile count, or the tiles of a tiled layer (1 otherwise);
+            weights_streamed: BRR weight streaming.
+        tiling: How an op on its own ran (LBL mode): its rows streamed, or its tiling in
+            words (`simulator.cost.lbl.LayerTiling.describe`); "" otherwise.
     """
 
     index: int
@@ -45,6 +48,7 @@ class GroupSim:
     buffer_traffic_bytes: int
     tiles: int = 1
     weights_streamed: bool = False
+    tiling: str = ""
 
     @property
     def cycles(self) -> int:
@@ -71,6 +75,7 @@ class GroupSim:
             "dram_read": dict(self.dram_read), "dram_write": dict(self.dram_write),
             "peak_buffer_bytes": self.peak_buffer_bytes, "macs": self.macs,
             "tiles": self.tiles, "weights_streamed": self.weights_streamed,
+            "tiling": self.tiling,
         }
 
 

@@ -2,9 +2,11 @@
 
 Groups run one at a time in a topological order of the graph of groups (the smallest op id
 first among those ready). A group runs as the cost layer says it runs (`CostCache.run`): under
-the plan's dataflow, or, for an unfusable op and every group of a layer-by-layer plan, as a
-row-streaming group whose buffer use is recorded but not limited (layer-by-layer execution is
-valid by definition; see docs/simulator.md).
+the plan's dataflow, or, for an unfusable op and every group of a layer-by-layer plan, on its
+own (`simulator.cost.lbl.layer_tiling`): its rows streamed as a single-op LBDF group when that
+fits, else tiled to the buffer (`simulator.engine.layer`). The buffer is enforced for every
+group; a group that cannot run is refused with the reason (`SimulationError`; see
+docs/simulator.md).
 """
 
 from __future__ import annotations
@@ -14,7 +16,9 @@ from typing import TYPE_CHECKING, Any
 
 from simulator.cost import CostCache, Failure, GroupCost
 from simulator.cost.brr import chosen_tiling
+from simulator.cost.lbl import layer_tiling
 from simulator.engine.brr import run_brr_group
+from simulator.engine.layer import run_layer
 from simulator.engine.lbdf import run_lbdf_group
 from simulator.engine.machine import Machine, SimulationError
 from simulator.engine.report import GroupSim, SimReport
@@ -44,7 +48,8 @@ def simulate(graph: ComputeGraph, plan: PartitionPlan, hw: HardwareConfig, schem
     Raises:
         InputError: An unknown scheme.
         SimulationError: The plan is not a partition, or a group cannot run in the buffer
-            (named, with what could not be allocated).
+            (named, with the reason: what could not be allocated, an op whose smallest tile
+            does not fit, a layer-by-layer group of several ops, a BRR-incompatible group).
     """
     scheme = Scheme.parse(scheme)
     problems = [] if checked else violations(graph, plan, limit=2)
@@ -65,8 +70,19 @@ def _run_group(m: Machine, graph: ComputeGraph, k: int, cost: GroupCost,
     """Run one group the way its cost says it runs (`GroupCost.scheme`)."""
     ops, mode = cost.ops, cost.scheme
     label = f"{k} ({graph[ops[0]].name}, {len(ops)} ops)"
-    tiles, streamed = 1, False
-    if mode.tiled:
+    tiles, streamed, described = 1, False, ""
+    if mode is Scheme.LBL:  # an op on its own: streamed, or tiled to the buffer
+        if not cost.fits:
+            raise SimulationError(f"group {label} cannot run: {cost.reason}")
+        layer = layer_tiling(graph, ops[0], hw)
+        tiles, described = layer.tiles, layer.describe()
+        if layer.streamed:
+            def body() -> Generator[Any, Any, None]:
+                yield from run_lbdf_group(m, graph, ops)
+        else:
+            def body() -> Generator[Any, Any, None]:
+                yield from run_layer(m, graph, ops[0], layer)
+    elif mode.tiled:
         if cost.failure is Failure.BRR_INCOMPATIBLE:
             raise SimulationError(f"group {label} cannot run under BRR: {cost.reason}")
         tiling = chosen_tiling(graph, ops, hw)
@@ -79,13 +95,14 @@ def _run_group(m: Machine, graph: ComputeGraph, k: int, cost: GroupCost,
             yield from run_lbdf_group(m, graph, ops)
     m.reset_group_counters()
     start = m.now
-    m.run_group(body, label, enforce=mode.searchable)
+    m.run_group(body, label)
     c = m.counters
     return GroupSim(
         index=k, ops=ops, mode=mode, start=start, end=m.now, compute_cycles=c.pe_busy,
         stall_cycles=c.stall, dram_read=dict(c.read_bytes), dram_write=dict(c.write_bytes),
         peak_buffer_bytes=m.peak, macs=c.macs, events=c.events,
         buffer_traffic_bytes=c.buffer_bytes, tiles=tiles, weights_streamed=streamed,
+        tiling=described,
     )
 
 

@@ -90,8 +90,8 @@ def test_segment_dp_grows_past_a_segment_that_does_not_fit(nets, hw):
 def test_segment_dp_stops_where_no_longer_segment_can_run(nets, hw):
     """A persistent failure (an unfusable op with another op) ends the growth: with a buffer
     no op fits alone, every op runs alone and no segment of two ops is costed."""
-    graph = nets["residual"]()
-    cache = CostCache(graph, hw(256), "lbdf")
+    graph = nets["residual"]()  # whole-row line buffers: a pixel line buffer fits its
+    cache = CostCache(graph, hw(256).with_overrides(lbdf_buffer="row"), "lbdf")  # adds alone
     assert len(cache.unfusable) == len(graph)
     dp = segment_dp(graph, cache, max_len=None)
     assert len(dp.plan) == len(graph) and cache.misses == 0

@@ -24,10 +24,14 @@ from simulator.cost.brr import (
     _least_rows,
     _least_rows_any,
     _op_activations,
+    _op_floors,
+    accumulator_elems,
+    chosen_tiling,
     dram_lower_bound,
     fit_floors,
     group_cost,
     incompatibility,
+    position_needs,
     tile_regions,
 )
 from simulator.cost.rows import row_deps
@@ -70,13 +74,16 @@ def test_row_and_live_floors_hold_in_every_tile(model, at, steps, t):
 
 
 def _floor_bound(graph, ops, hw) -> int:
-    """`CandidateSpace.lb_fit` of a multi-op set, from the fit floors (docs/exact.md)."""
+    """`CandidateSpace.lb_fit` of a multi-op set, from the fit floors (docs/exact.md): the
+    weights that cannot be resident next to the largest activation floor are re-read by
+    every tile beyond the floor tile count."""
     floors = fit_floors(graph, hw)
     weights = sum(graph[o].weight_elems for o in ops)
     comp = compulsory_bytes(graph, ops, hw.dtype_bytes)
-    if weights + max(floors.resident_elems[o] for o in ops) > hw.buffer_bytes // hw.dtype_bytes:
-        return comp + weights * (max(floors.tiles[o] for o in ops) - 1) * hw.dtype_bytes
-    return comp
+    excess = weights + max(floors.resident_elems[o] for o in ops) \
+        - hw.buffer_bytes // hw.dtype_bytes
+    tiles = max(floors.tiles[o] for o in ops)
+    return comp + max(excess, 0) * (tiles - 1) * hw.dtype_bytes
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -97,12 +104,19 @@ def test_fit_bounds_never_exceed_f_d(model, buffer, at, steps):
         return
     assert bound <= cost.dram_bytes
     assert _floor_bound(graph, ops, hw) <= cost.dram_bytes
-    if cost.weights_streamed:
-        assert cost.tiles >= max(floors.tiles[o] for o in ops)
-    else:
-        weights = sum(graph[o].weight_elems for o in ops)
-        assert (weights + max(floors.resident_elems[o] for o in ops)) * hw.dtype_bytes \
-            <= hw.buffer_bytes
+    assert cost.tiles >= max(floors.tiles[o] for o in ops)
+    tiling = chosen_tiling(graph, ops, hw)
+    assert (tiling.resident_elems + max(floors.resident_elems[o] for o in ops)) \
+        * hw.dtype_bytes <= hw.buffer_bytes
+    # each op's position holds, in every tile, at least its fit floor (activations and a
+    # slice of its weights, whatever its residency and slices), and its activation floor
+    # next to the resident weights
+    needs = position_needs(graph, ops, tiling)
+    assert int(needs.max()) == tiling.buffer_elems
+    act, need = _op_floors(graph, accumulator_elems(hw.dtype_bytes))
+    for pos, o in enumerate(ops):
+        assert (needs[pos] >= need[o, tiling.tiles - 1]).all(), (o, tiling.tiles)
+        assert (needs[pos] >= act[o, tiling.tiles - 1] + tiling.resident_elems).all()
 
 
 @pytest.mark.parametrize(("model", "buffer"), [("resnet18", "64KiB"), ("resnet18", "512KiB"),

@@ -29,6 +29,8 @@ from simulator.cost import CostCache, evaluate_plan
 from simulator.errors import InputError
 from simulator.hw import load_hw
 from simulator.plan import layer_by_layer
+from simulator.workload.builder import GraphBuilder
+from simulator.workload.graph import OpKind
 from simulator.workload.loader import load_zoo
 
 KIB = 1024
@@ -164,12 +166,25 @@ def test_pareto_front_is_non_dominated_and_from_the_history(algo, second):
 
 
 def test_a_network_without_fuseable_ops_gives_the_lbl_plan(hw):
-    p = SearchProblem(load_zoo("resnet18"), hw(256), "lbdf")
+    b = GraphBuilder("convs")  # two 3x3 convs whose 36,928 B of weights each exceed 16 KiB
+    b.add_input("x", (1, 64, 8, 8))
+    for name, src in (("c0", "x"), ("c1", "c0")):
+        b.add_op(name, OpKind.CONV, "conv", [src], (1, 64, 8, 8), kernel=(3, 3),
+                 padding=(1, 1, 1, 1), weight_elems=64 * 64 * 9 + 64, macs=64 * 64 * 64 * 9)
+    p = SearchProblem(b.build(["c1"]), hw(16 * KIB), "lbdf")
     result = run_search(p, LocalSearch(), 100, np.random.default_rng(0))
     s = result.summary.to_dict()
-    assert s["status"] == "nothing_to_fuse" and "every op of resnet18 is unfusable" in s["message"]
+    assert s["status"] == "nothing_to_fuse" and "every op of convs is unfusable" in s["message"]
     assert result.plan == layer_by_layer(p.graph) and len(result.history) == 0
-    assert s["budget_used"] == 0 and result.cost.valid
+    assert s["budget_used"] == 0 and result.cost.valid  # each conv runs tiled to the buffer
+
+
+def test_a_network_with_an_op_that_cannot_run_even_tiled_is_refused(hw):
+    p = SearchProblem(load_zoo("resnet18"), hw(256), "lbdf")
+    with pytest.raises(InputError, match=r"no plan of resnet18 can run with a 256 B buffer: "
+                                         r"'conv1' cannot run layer by layer: its smallest "
+                                         r"tile .* needs 2,066 B > buffer 256 B"):
+        run_search(p, LocalSearch(), 100, np.random.default_rng(0))
 
 
 def test_brr_with_every_pair_incompatible_gives_the_lbl_plan(nets, hw):

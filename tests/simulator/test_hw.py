@@ -202,6 +202,21 @@ def test_field_names_are_validated_by_the_schema():
         base.with_overrides(**{**fields, "dram_latency": -1})
 
 
+def test_lbdf_buffer_granularity_defaults_to_the_pixel_line_buffer(tmp_path):
+    # docs/cost-model.md 4.1: `pixel` (the paper's Fig. 1 line buffer) unless the file or an
+    # override says `row`; spelled in any case; anything else is one clear line
+    assert load_hw("edge-npu").lbdf_buffer == "pixel"
+    assert load_hw(write(tmp_path, with_(lbdf_buffer="row"))).lbdf_buffer == "row"
+    assert load_hw("edge-npu", {"lbdf_buffer": "Row"}).lbdf_buffer == "row"
+    assert load_hw("edge-npu").with_overrides(lbdf_buffer="row").to_dict()["lbdf_buffer"] == \
+        "row"
+    message = error_of(write(tmp_path, with_(lbdf_buffer="pixels")))
+    assert "key 'lbdf_buffer' = 'pixels': must be 'pixel'" in message and "or 'row'" in message
+    assert "override 'lbdf_buffer' = 2: must be 'pixel'" in error_of("edge-npu",
+                                                                     {"lbdf_buffer": 2})
+    assert "did you mean 'lbdf_buffer'?" in error_of("edge-npu", {"lbdf_bufer": "row"})
+
+
 # --- bad files: one line naming the file, the key and the value -----------------------------
 
 

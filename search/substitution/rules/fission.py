@@ -37,7 +37,8 @@ output, so candidate pieces are costed as one-op graphs (memoised per signature)
 is what `CostCache(rewritten_graph, hw, scheme).group((piece,))` gives, without rebuilding a
 graph per candidate P. The requirement of a piece does not grow as P grows (its slice of
 channels or rows only shrinks), so P is found by bisection on the piece size, from the most
-units the weights allow down to one unit per piece (`_smallest_pieces`).
+units the weights allow (LBDF; BRR streams weights, so from half the units) down to one
+unit per piece (`_smallest_pieces`).
 """
 
 from __future__ import annotations
@@ -550,14 +551,16 @@ def _smallest_pieces(rule: FissionRule, sig: _Signature, hw: HardwareConfig,
     P pieces of U units (channels, groups, rows) are at most s = ceil(U / P) units each, and
     the fewest pieces of at most s units are ceil(U / s). A piece's requirement does not
     shrink as it grows, so the answer is ceil(U / s) for the largest s whose pieces (and
-    slices) fit, found by bisection on s between 1 and the most units the weights allow
-    (s * weights per unit + the rest <= buffer); the concat or adds joining the pieces do
-    not shrink with more pieces, so they are checked once, at the answer."""
+    slices) fit, found by bisection on s between 1 and, under LBDF (whose weights stay
+    resident), the most units the weights allow (s * weights per unit + the rest <= buffer;
+    BRR streams weights in slices, so a piece's weights may exceed the buffer); the concat or
+    adds joining the pieces do not shrink with more pieces, so they are checked once, at the
+    answer."""
     op = _alone(sig)
     units = rule._units(op)
     most = units // 2  # P >= 2
     per_unit = rule._unit_weights(op)
-    if per_unit is not None:
+    if per_unit is not None and scheme is Scheme.LBDF:
         unit, fixed = per_unit
         most = min(most, (hw.buffer_bytes // hw.dtype_bytes - fixed) // max(unit, 1))
     if most < 1:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from simulator.cost.brr import TileRegions, _batch_costs, _Layout, tile_regions
+from simulator.cost.brr import TileRegions, _blocks, _Layout, tile_regions
 from simulator.cost.rows import row_deps
 from simulator.workload.loader import load_zoo
 
@@ -21,11 +21,19 @@ def test_batched_counts_equal_single_counts(model):
     graph = load_zoo(model)
     deps = row_deps(graph)
     for ops in _groups(graph, [(0, 6), (5, 20), (20, 40), (len(graph) - 12, 12)]):
-        layout = _Layout(graph, ops, deps)
+        layout = _Layout(graph, ops, deps, 4)
         counts = (1, 2, 3, 4, 8, 13, int(layout.heights.max()))
-        together = _batch_costs(layout, counts)
+        together = _blocks(layout, counts)
         for n in counts:
-            assert _batch_costs(_Layout(graph, ops, deps), (n,))[n] == together[n]
+            alone = _blocks(_Layout(graph, ops, deps, 4), (n,))[n]
+            assert _summary(alone) == _summary(together[n])
+            assert (alone.rows == together[n].rows).all()
+            assert (alone.live == together[n].live).all()
+
+
+def _summary(b) -> tuple:
+    """What the configuration of a tile count is computed from."""
+    return (b.tiles, b.act, b.macs, b.held_w, b.floor, b.finest, b.sliced_finest, b.least)
 
 
 def test_regions_live_elements_match_lifetimes():
