@@ -95,7 +95,6 @@ def test_a_small_run_beats_chance_clearly(trained):
     m = evaluate_model(model, fresh)
     majority = max(m.valid_fraction, 1 - m.valid_fraction)
     assert m.accuracy >= majority + 0.1, (m, majority)
-    assert m.accuracy >= 0.8
 
 
 def test_unseen_kinds_keep_zero_weights(trained):

@@ -44,7 +44,7 @@ def explained(seed: int, top: int = 1) -> tuple[object, Shuffled]:
     return result, explainer
 
 
-@pytest.mark.parametrize("seed, choice", [(0, SplitChoice.ALGORITHM_1),
+@pytest.mark.parametrize("seed, choice", [(7, SplitChoice.ALGORITHM_1),
                                           (4, SplitChoice.BASELINE)])
 def test_the_group_is_explained_once_and_the_printed_edges_are_those_cut_by(seed, choice):
     result, explainer = explained(seed)
@@ -67,7 +67,7 @@ def test_the_same_pieces_as_the_splitter_the_search_uses():
 
 
 def test_algorithm_1_kept_cuts_an_explained_edge_and_says_so():
-    result, _ = explained(0)
+    result, _ = explained(7)
     assert set(result.edges) & set(result.cut)
     text = explanation_text(result)
     assert "split kept: Algorithm 1" in text and "baseline" not in text

@@ -56,7 +56,10 @@ def test_rows_hold_the_figures_and_the_blobs(small_store):
     searched = frame[frame["search"].notna()]
     assert (searched["budget_used"] == 20).all()
     assert (frame["dram_bytes"] >= frame["lower_bound_bytes"]).all()
-    assert (searched["dram_bytes"] <= searched["lbl_dram_bytes"]).all()
+    # the LBL reference bounds LBDF plans from above, not BRR plans (BRR re-reads halos and
+    # streamed weights per tile: docs/cost-model.md section 4.3)
+    lbdf = searched[searched["scheme"] == "lbdf"]
+    assert len(lbdf) == 5 and (lbdf["dram_bytes"] <= lbdf["lbl_dram_bytes"]).all()
     lbl = frame[frame["scheme"] == "lbl"]
     assert len(lbl) == 2 and lbl["seed"].isna().all()
     assert (lbl["dram_bytes"] == lbl["lbl_dram_bytes"]).all()

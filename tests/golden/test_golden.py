@@ -1,17 +1,18 @@
-"""The optimize outputs stay bit-identical to the golden files made before the [architecture]
-refactor (``tests/golden/make_golden.py``): plan.json, history.csv and the summary figures,
-on MobileNetV2, SqueezeNet 1.0 and ResNet-50, LBDF and BRR, rs/ls/nsga2, random and rg repair.
+"""The optimize outputs stay bit-identical to the golden files (``tests/golden/make_golden.py``):
+plan.json, history.csv and the summary figures, on MobileNetV2, SqueezeNet 1.0 and ResNet-50,
+LBDF and BRR, rs/ls/nsga2, random and rg repair. The files were first made before the
+[architecture] refactor and regenerated when [cost-fidelity] (issue 15) changed the cost models
+and retrained the checkpoints.
 
 The default tier checks one case per (model, scheme) pair, cycling through the searches and
 repairs; the slow tier checks all 36.
 
-The summary is compared without the keys [exact] (issue 13) added after the golden files were
-made, which the files cannot hold: the top-level ``optimum`` and the ``best.gap_to_optimum``
-and ``best.gap_to_optimum_at_most`` fields (`EXACT_KEYS`); plan.json is compared without the
-``hardware`` record [hardening] added, as the bytes the old writer wrote. Every other key and
-history.csv are compared exactly: the optimum is computed after the search, on the same cost
-cache, and must not change what the search found or its cache figures.
-"""
+The summary is compared without the keys of the exact solver (the top-level ``optimum`` and the
+``best.gap_to_optimum`` and ``best.gap_to_optimum_at_most`` fields, `EXACT_KEYS`): a solve near
+its time cap may end differently on a loaded machine, and the optimum is computed after the
+search, on the same cost cache, so it must not change what the search found or its cache
+figures; that they are present is checked. Every other key, plan.json and history.csv are
+compared exactly."""
 
 from __future__ import annotations
 
@@ -31,8 +32,8 @@ CASES, GOLDEN, case_name, run_case = (_golden.CASES, _golden.GOLDEN, _golden.cas
 FAST = [c for k, c in enumerate(CASES) if k % 7 == 0]
 
 EXACT_KEYS = {"optimum": None, "best": ("gap_to_optimum", "gap_to_optimum_at_most")}
-"""Summary keys added by [exact] after the golden files were made (top-level key -> None, or
-the keys removed inside it)."""
+"""Summary keys of the exact solver, left out of the comparison (top-level key -> None, or the
+keys removed inside it)."""
 
 
 def _without_exact_keys(summary: dict) -> dict:
@@ -50,14 +51,12 @@ def _compare(case: tuple[str, str, str, str], tmp_path: Path) -> None:
     run_case(*case, tmp_path)
     history = (tmp_path / "history.csv").read_bytes()
     assert history == (GOLDEN / name / "history.csv").read_bytes()
-    plan = json.loads((tmp_path / "plan.json").read_text())
-    assert plan.pop("hardware")["buffer_bytes"] == plan["buffer_bytes"]  # added by [hardening]
-    golden_plan = (GOLDEN / name / "plan.json").read_bytes()
-    assert (json.dumps(plan, indent=2) + "\n").encode() == golden_plan
+    plan = (tmp_path / "plan.json").read_bytes()
+    assert plan == (GOLDEN / name / "plan.json").read_bytes()
     got = json.loads((tmp_path / "summary.json").read_text())
     want = json.loads((GOLDEN / name / "summary.json").read_text())
     assert "optimum" in got and "gap_to_optimum" in got["best"]
-    assert _without_exact_keys(got) == want
+    assert _without_exact_keys(got) == _without_exact_keys(want)
 
 
 @pytest.mark.parametrize("case", FAST, ids=[case_name(*c) for c in FAST])
