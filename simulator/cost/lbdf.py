@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from simulator.cost.rows import RowDeps, height, row_deps
+from simulator.cost.rows import RowDeps, height, row_deps, slot_window
 from simulator.cost.traffic import boundary, buffer_traffic_elems
 from simulator.cost.types import Failure, GroupCost, timing
 from simulator.hw import LBDF_BUFFERS, HardwareConfigError
@@ -279,10 +279,6 @@ _TIME_SCALE = float(2**40)
 
 # --- pixel granularity ------------------------------------------------------------------------
 
-_WHOLE_INPUT = (OpKind.GLOBAL_POOL, OpKind.OPAQUE, OpKind.SOFTMAX, OpKind.LINEAR)
-_WINDOWED = (OpKind.CONV, OpKind.DWCONV, OpKind.POOL)
-
-
 def _width(shape: tuple[int, ...]) -> int:
     """Pixels of one row: W of an N,C,H,W tensor, 1 for any other rank."""
     return int(shape[3]) if len(shape) == 4 else 1
@@ -303,7 +299,7 @@ class _ColumnDeps:
         self.blocks = [_blocks(op) for op in graph]
         self.folds = [_accumulates(op) for op in graph]
         for op in graph:
-            pairs = [_slot_columns(op, k) for k in range(len(op.inputs))]
+            pairs = [slot_window(op, k, axis=1) for k in range(len(op.inputs))]
             self.lo.append(tuple(p[0] for p in pairs))
             self.hi.append(tuple(p[1] for p in pairs))
             self.identity.append(tuple(
@@ -319,24 +315,6 @@ class _ColumnDeps:
 def _column_deps(graph: ComputeGraph) -> _ColumnDeps:
     return _ColumnDeps(graph)
 
-
-def _slot_columns(op: Op, k: int) -> tuple[np.ndarray, np.ndarray]:
-    w_in, w_out = _width(op.input_shapes[k]), _width(op.output_shape)
-    c = np.arange(w_out, dtype=np.int64)
-    if len(op.output_shape) != 4 or len(op.input_shapes[k]) != 4 or op.kind in _WHOLE_INPUT:
-        lo, hi = np.zeros_like(c), np.full_like(c, w_in - 1)
-    elif op.kind in _WINDOWED and not op.attr("adaptive", False):
-        lo = c * op.stride[1] - op.padding[1]
-        hi = lo + op.dilation[1] * (op.kernel[1] - 1)
-    elif op.kind is OpKind.PAD:
-        lo = hi = c - op.padding[1]
-    elif op.kind is OpKind.RESIZE:
-        lo = (c * w_in) // w_out - 1
-        hi = ((c + 1) * w_in - 1) // w_out + 1
-    else:
-        lo = (c * w_in) // w_out
-        hi = ((c + 1) * w_in - 1) // w_out
-    return np.clip(lo, 0, w_in - 1), np.clip(hi, 0, w_in - 1)
 
 
 class _PixelSchedule(_RowSchedule):

@@ -18,9 +18,10 @@ import numpy as np
 
 from simulator.workload.graph import ComputeGraph, Op, OpKind, Shape
 
-__all__ = ["RowDeps", "height", "row_deps", "row_elems"]
+__all__ = ["RowDeps", "height", "row_deps", "row_elems", "slot_window"]
 
 _WINDOWED = {OpKind.CONV, OpKind.DWCONV, OpKind.POOL}
+_WHOLE_INPUT = {OpKind.GLOBAL_POOL, OpKind.OPAQUE, OpKind.SOFTMAX, OpKind.LINEAR}
 
 
 def height(shape: Shape) -> int:
@@ -41,7 +42,7 @@ class RowDeps:
         self.lo: list[tuple[np.ndarray, ...]] = []
         self.hi: list[tuple[np.ndarray, ...]] = []
         for op in graph:
-            pairs = [_slot_rows(op, k) for k in range(len(op.inputs))]
+            pairs = [slot_window(op, k) for k in range(len(op.inputs))]
             self.lo.append(tuple(p[0] for p in pairs))
             self.hi.append(tuple(p[1] for p in pairs))
         self.heights = np.array([height(op.output_shape) for op in graph], dtype=np.int64)
@@ -77,21 +78,25 @@ def _last_reader(lo: np.ndarray, h_in: int) -> np.ndarray:
     return np.maximum(np.searchsorted(lo, np.arange(h_in), side="right") - 1, 0)
 
 
-def _slot_rows(op: Op, k: int) -> tuple[np.ndarray, np.ndarray]:
-    h_in, h_out = height(op.input_shapes[k]), height(op.output_shape)
-    r = np.arange(h_out, dtype=np.int64)
-    if len(op.output_shape) != 4 or len(op.input_shapes[k]) != 4 \
-            or op.kind in (OpKind.GLOBAL_POOL, OpKind.OPAQUE, OpKind.SOFTMAX, OpKind.LINEAR):
-        lo, hi = np.zeros_like(r), np.full_like(r, h_in - 1)
+def slot_window(op: Op, k: int, axis: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """For each output row (axis 0) or column (axis 1) of `op`, the first and last row (column)
+    of its input slot `k` it reads, clipped (the table of docs/cost-model.md section 3; the
+    LBDF pixel model reads it along the width)."""
+    dim = 2 + axis  # H or W of an N,C,H,W tensor; any other rank is one row of one pixel
+    n_in = int(op.input_shapes[k][dim]) if len(op.input_shapes[k]) == 4 else 1
+    n_out = int(op.output_shape[dim]) if len(op.output_shape) == 4 else 1
+    r = np.arange(n_out, dtype=np.int64)
+    if len(op.output_shape) != 4 or len(op.input_shapes[k]) != 4 or op.kind in _WHOLE_INPUT:
+        lo, hi = np.zeros_like(r), np.full_like(r, n_in - 1)
     elif op.kind in _WINDOWED and not op.attr("adaptive", False):
-        lo = r * op.stride[0] - op.padding[0]
-        hi = lo + op.dilation[0] * (op.kernel[0] - 1)
+        lo = r * op.stride[axis] - op.padding[axis]
+        hi = lo + op.dilation[axis] * (op.kernel[axis] - 1)
     elif op.kind is OpKind.PAD:
-        lo = hi = r - op.padding[0]
+        lo = hi = r - op.padding[axis]
     elif op.kind is OpKind.RESIZE:
-        lo = (r * h_in) // h_out - 1  # covers nearest and (bi)linear interpolation
-        hi = ((r + 1) * h_in - 1) // h_out + 1
+        lo = (r * n_in) // n_out - 1  # covers nearest and (bi)linear interpolation
+        hi = ((r + 1) * n_in - 1) // n_out + 1
     else:  # elementwise, concat, slice, adaptive pooling, same-rank transposes
-        lo = (r * h_in) // h_out
-        hi = ((r + 1) * h_in - 1) // h_out
-    return np.clip(lo, 0, h_in - 1), np.clip(hi, 0, h_in - 1)
+        lo = (r * n_in) // n_out
+        hi = ((r + 1) * n_in - 1) // n_out
+    return np.clip(lo, 0, n_in - 1), np.clip(hi, 0, n_in - 1)

@@ -27,12 +27,7 @@ from simulator.workload.torch_import import from_torch
 DOC = Path(__file__).resolve().parents[3] / "docs" / "importers.md"
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def test_committed_doc_is_the_generated_one_then_the_measured_part():

@@ -23,13 +23,7 @@ from simulator.workload.graph import OpKind
 from simulator.workload.onnx_import import from_onnx_with_params
 from simulator.workload.torch_import import from_torch, from_torch_with_params
 
-
-@pytest.fixture(autouse=True)
-def _one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 class Wrap(nn.Module):

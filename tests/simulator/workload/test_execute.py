@@ -21,13 +21,7 @@ from simulator.workload.execute import (
 from simulator.workload.graph import ComputeGraph, OpKind
 from simulator.workload.ops import ACTIVATIONS
 
-
-@pytest.fixture(autouse=True)
-def _one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def _x(*shape: int, seed: int = 0) -> torch.Tensor:

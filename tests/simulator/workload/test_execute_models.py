@@ -20,12 +20,7 @@ FAST_ZOO = ("squeezenet1_1", "mobilenet_v3_small", "deeplabv3_mobilenet_v3_large
 TORCHVISION = ("resnet18", "mobilenet_v2", "efficientnet_b0")
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def _torchvision():
