@@ -240,7 +240,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         tv = import_torchvision()
         command = "python benchmarks/torchvision_coverage.py" + (
-            f" --size {args.size}" if args.size != 224 else "")
+            f" --size {args.size}" if args.size != 224 else "") + (
+            f" --construct-limit {args.construct_limit:g}" if args.construct_limit != 60.0
+            else "")
         result = {"rows": rows, "summary": summary(rows), "size": args.size,
                   "seconds": seconds, "torch": torch.__version__,
                   "torchvision": tv.__version__, "command": command,

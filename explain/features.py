@@ -42,6 +42,7 @@ __all__ = [
     "FEATURE_SCHEMA",
     "FEATURE_SCHEMA_VERSION",
     "KINDS",
+    "KIND_ALIASES",
     "NUM_BASE",
     "NUM_FEATURES",
     "NUM_SIZES",
@@ -63,6 +64,16 @@ KINDS: tuple[OpKind, ...] = (
     OpKind.RESIZE, OpKind.PAD, OpKind.RESHAPE, OpKind.TRANSPOSE, OpKind.SOFTMAX, OpKind.OPAQUE,
 )
 """Op kinds in one-hot order (fixed here, not taken from the enum, so the schema is stable)."""
+
+KIND_ALIASES: dict[OpKind, OpKind] = {
+    OpKind.NORM: OpKind.BATCHNORM,
+    OpKind.MATMUL: OpKind.LINEAR,
+}
+"""Kinds added after schema version 1, one-hot encoded in the slot of the `KINDS` kind closest
+in cost behaviour, so that the shipped checkpoints read them without retraining: a
+normalisation (LayerNorm, GroupNorm, RMSNorm) as a batchnorm (a per-channel affine map with
+tiny weights; a group norm's whole-map statistics show in its line-buffer feature), a product
+of two activations as a linear layer (a product over the last axis; no weights)."""
 
 BUFFER_REFERENCE_BYTES = 128 * 1024
 """Buffer size whose log feature is 0 (the smallest buffer of the paper's sweep)."""
@@ -104,7 +115,7 @@ NUM_SIZES = 5
 NUM_BASE = NUM_FEATURES - 1 - NUM_SIZES
 """Static plus context features: everything that does not depend on the buffer size."""
 _WINDOWED = (OpKind.CONV, OpKind.DWCONV, OpKind.POOL)
-_WHOLE_INPUT = (OpKind.OPAQUE, OpKind.SOFTMAX, OpKind.LINEAR)
+_WHOLE_INPUT = (OpKind.OPAQUE, OpKind.SOFTMAX, OpKind.LINEAR, OpKind.MATMUL)
 
 
 @dataclass(frozen=True)
@@ -155,12 +166,13 @@ def line_buffer_elems(op: Op) -> int:
 
     A windowed op keeps d(k - 1) + 1 + stride rows of its input (DESIGN.md, LBDF); a global
     pooling folds rows in as they arrive (one row); an op that needs its whole input (linear,
-    softmax, opaque, or any rank change) keeps all of it; every other op reads one row of each
-    input.
+    softmax, a product of two activations, a normalisation whose axes hold the rows, opaque,
+    or any rank change) keeps all of it; every other op reads one row of each input.
     """
     if op.kind is OpKind.GLOBAL_POOL:
         return sum(row_elems(s) for s in op.input_shapes)
-    if op.kind in _WHOLE_INPUT or len(op.output_shape) != 4:
+    if op.kind in _WHOLE_INPUT or len(op.output_shape) != 4 or (
+            op.kind is OpKind.NORM and 2 in {a % 4 for a in op.attr("axes", (2,))}):
         return sum(math.prod(s) for s in op.input_shapes)
     total = 0
     for s in op.input_shapes:
@@ -172,7 +184,8 @@ def line_buffer_elems(op: Op) -> int:
 
 
 def _static_row(op: Op, dtype_bytes: int) -> list[float]:
-    one_hot = [float(op.kind is k) for k in KINDS]
+    kind = KIND_ALIASES.get(op.kind, op.kind)
+    one_hot = [float(kind is k) for k in KINDS]
     ci, hi, wi = _chw(_largest_input(op))
     co, ho, wo = _chw(op.output_shape)
     return [

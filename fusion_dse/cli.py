@@ -16,7 +16,7 @@ import warnings
 from collections.abc import Callable, Sequence
 
 from fusion_dse import cli_args, reports
-from fusion_dse.cli_args import DEFAULT_OUT_ROOT, EXIT_USAGE, hw_overrides
+from fusion_dse.cli_args import DEFAULT_OUT_ROOT, EXIT_USAGE, hw_overrides, model_and_shape
 from fusion_dse.outputs import atomic_file, check_out_file, plot_formats
 from search.registry import DEFAULT_EXACT_TIME_LIMIT, EXPLAINERS, REPAIRS, SEARCHES
 from search.substitution.stages import DEFAULT_STAGES, SUBSTITUTIONS
@@ -32,8 +32,9 @@ EXIT_INTERRUPTED = 130
 def _run_evaluate(args: argparse.Namespace) -> str:
     from fusion_dse.api import evaluate
 
-    result = evaluate(args.model, args.hw, args.scheme, args.plan, hw_overrides(args),
-                      args.input_shape, args.allow_opaque)
+    model, shape = model_and_shape(args)
+    result = evaluate(model, args.hw, args.scheme, args.plan, hw_overrides(args), shape,
+                      args.allow_opaque)
     _notes(result.notes)
     if args.format == "json":
         return json.dumps(result.to_dict(), indent=2)
@@ -47,8 +48,9 @@ def _run_simulate(args: argparse.Namespace) -> str:
         check_out_file(args.plot, "--plot", plot_formats())
     if args.trace:
         check_out_file(args.trace, "--trace")
-    result = simulate(args.model, args.hw, args.scheme, args.plan, hw_overrides(args),
-                      args.input_shape, args.allow_opaque)
+    model, shape = model_and_shape(args)
+    result = simulate(model, args.hw, args.scheme, args.plan, hw_overrides(args), shape,
+                      args.allow_opaque)
     _notes(result.evaluation.notes)
     out = json.dumps(result.to_dict(), indent=2) if args.format == "json" \
         else reports.simulation_text(result)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.resources
+import re
 import tomllib
 from collections.abc import Callable, Iterator, Mapping
 from functools import cache
@@ -21,7 +22,7 @@ from typing import Any
 from simulator.errors import InputError
 
 __all__ = ["DEFAULT_OUT_ROOT", "EXIT_USAGE", "Parser", "build_parser", "hw_overrides",
-           "option_dests", "surface", "time_limit"]
+           "model_and_shape", "option_dests", "surface", "time_limit"]
 
 DEFAULT_OUT_ROOT = "fusion-dse-out"
 """Folder, relative to the working directory, under which results are written by default."""
@@ -153,3 +154,20 @@ def hw_overrides(args: argparse.Namespace) -> dict[str, object]:
             raise InputError(f"--set {item!r}: expected KEY=VALUE")
         overrides[key.strip()] = value.strip()
     return overrides
+
+
+def model_and_shape(args: argparse.Namespace) -> tuple[Any, str | None]:
+    """(MODEL, --input-shape) to load, or (the bound graph, None) when ``--bind`` is given or
+    ``--input-shape`` names symbols (`simulator.workload.rdp.load_bound`).
+
+    Raises:
+        InputError: bad bindings (one line naming the symbol and, where one is at fault, the
+            op), a symbolic shape without ``--bind``, or the loader's errors.
+    """
+    shape, bindings = args.input_shape, getattr(args, "bind", None)
+    if bindings is None and (shape is None or re.fullmatch(r"[\d\s,x]*", shape)):
+        return args.model, shape
+    from simulator.workload.rdp import load_bound
+
+    return load_bound(args.model, shape, bindings,
+                      allow_opaque=getattr(args, "allow_opaque", False)), None

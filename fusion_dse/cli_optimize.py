@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from fusion_dse.cli_args import DEFAULT_OUT_ROOT, hw_overrides
+from fusion_dse.cli_args import DEFAULT_OUT_ROOT, hw_overrides, model_and_shape
 
 if TYPE_CHECKING:
     from search.result import CacheRate, SearchSummary
@@ -43,11 +43,12 @@ def run_optimize(args: argparse.Namespace) -> str:
     if args.budget > MAX_BUDGET:
         raise InputError(f"--budget {args.budget:,} is over the limit of {MAX_BUDGET:,} plans")
     check_out_dir(args.out or DEFAULT_OUT_ROOT, "--out")
-    result = optimize(args.model, hw=args.hw, scheme=args.scheme, search=args.search,
+    model, shape = model_and_shape(args)
+    result = optimize(model, hw=args.hw, scheme=args.scheme, search=args.search,
                       repair=args.repair, budget=args.budget, seed=args.seed,
                       objectives=args.objectives, overrides=hw_overrides(args),
                       progress=not args.quiet and sys.stderr.isatty(),
-                      input_shape=args.input_shape, explained_edges=args.explained_edges,
+                      input_shape=shape, explained_edges=args.explained_edges,
                       keep_baseline=args.keep_baseline, exact_time_limit=args.exact_time_limit,
                       compute_optimum=args.compute_optimum, graph_stages=args.graph_stages,
                       substitution=args.substitution)

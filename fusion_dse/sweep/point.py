@@ -1,7 +1,9 @@
 """One sweep point, run where a Dask worker (or the client) puts it, as a pure function.
 
 `run_point(point)` calls the public facade (`fusion_dse.optimization.optimize`, or
-`fusion_dse.api.evaluate` for a scheme with nothing to search) and returns a plain dict of
+`fusion_dse.api.evaluate` for a scheme with nothing to search) on the point's graph
+(`model_graph`: with an ``input_shape``, the model imported once per process with symbolic
+dimensions and bound to the point's shape) and returns a plain dict of
 JSON-ready values: the summary figures, the plan, history and Pareto front as JSON text, the
 status (``done``, or ``failed`` with the error's one-line text), start and end times and the
 worker. It never raises for a failing point, so one bad point does not stop a sweep; it never
@@ -15,12 +17,18 @@ import os
 import socket
 import time
 import traceback
+from collections import OrderedDict
 from enum import Enum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fusion_dse.sweep.spec import Point
+from simulator.errors import InputError
 
-__all__ = ["FIGURES", "run_point"]
+if TYPE_CHECKING:
+    from simulator.workload.graph import ComputeGraph
+    from simulator.workload.rdp import SymbolicGraph
+
+__all__ = ["FIGURES", "model_graph", "run_point"]
 
 FIGURES = ("dram_bytes", "dram_bytes_fuseable", "mbu_bytes", "cycles", "energy_pj", "groups",
            "unfusable_ops", "lower_bound_bytes", "lower_bound_fuseable_bytes",
@@ -28,6 +36,60 @@ FIGURES = ("dram_bytes", "dram_bytes_fuseable", "mbu_bytes", "cycles", "energy_p
 """The plan figures stored as columns (`PlanCost.totals()` keys)."""
 
 _TIMING_KEYS = ("seconds", "baseline_seconds")
+
+_TEMPLATES: OrderedDict[tuple[str, tuple[int | str, ...]], SymbolicGraph | None] = OrderedDict()
+_TEMPLATES_SIZE = 8
+"""Symbolic graphs of this process by (model, symbolic input shape), most recent last; None
+for a model that cannot take symbolic dimensions (its points load it at their shape)."""
+
+
+def _symbolic_dims(dims: tuple[int, ...]) -> tuple[int | str, ...] | None:
+    """The symbolic input shape the `input_shape` axis binds: H and W of an image, the length
+    of a sequence (axis 1 of a rank-2 or rank-3 input); the other axes fixed as given."""
+    if len(dims) == 4:
+        return (dims[0], dims[1], "H", "W")
+    if len(dims) in (2, 3):
+        return (dims[0], "L", *dims[2:])
+    return None
+
+
+def _template(model: str, dims: tuple[int | str, ...]) -> SymbolicGraph | None:
+    from simulator.workload.rdp import load_symbolic
+
+    key = (model, dims)
+    if key not in _TEMPLATES:
+        try:
+            _TEMPLATES[key] = load_symbolic(model, dims)
+        except InputError:
+            _TEMPLATES[key] = None
+        while len(_TEMPLATES) > _TEMPLATES_SIZE:
+            _TEMPLATES.popitem(last=False)
+    _TEMPLATES.move_to_end(key)
+    return _TEMPLATES[key]
+
+
+def model_graph(point: Point) -> str | ComputeGraph:
+    """The model a point runs: its name when it has no ``input_shape``; else its graph at
+    that shape, bound from one symbolic import of the model per process
+    (`simulator.workload.rdp`), so that the points of an ``input_shape`` axis import the
+    model once, not once each. A model whose shapes cannot follow symbols (a static ONNX
+    input, a fixed classifier after a flatten, a graph JSON, ``name@resolution``) keeps its
+    name: the point loads it at its shape, as before."""
+    if point.input_shape is None or "@" in point.model \
+            or point.model.lower().endswith(".json"):
+        return point.model
+    from simulator.workload.torch_import import check_input_shape
+
+    try:
+        dims = check_input_shape(point.input_shape)
+    except InputError:
+        return point.model  # loading it reports the bad shape
+    symbolic = _symbolic_dims(dims)
+    template = None if symbolic is None else _template(point.model, symbolic)
+    if template is None:
+        return point.model
+    return template.bind({name: dims[axis] for axis, name in enumerate(symbolic)
+                          if isinstance(name, str)})
 
 
 def _worker_name() -> str:
@@ -72,9 +134,11 @@ def _figures(totals: dict[str, Any]) -> dict[str, Any]:
 def _search_row(point: Point) -> dict[str, Any]:
     from fusion_dse.optimization import optimize, plan_document
 
-    result = optimize(point.model, point.hw, point.scheme, point.search, point.repair,
+    model = model_graph(point)
+    result = optimize(model, point.hw, point.scheme, point.search, point.repair,
                       point.budget, point.seed, point.objectives, dict(point.overrides),
-                      progress=False, input_shape=point.input_shape,
+                      progress=False,
+                      input_shape=point.input_shape if isinstance(model, str) else None,
                       graph_stages=point.graph_stages)
     raw = result.summary
     summary = _plain(raw.to_dict() if hasattr(raw, "to_dict") else dict(raw))
@@ -98,8 +162,9 @@ def _search_row(point: Point) -> dict[str, Any]:
 def _lbl_row(point: Point) -> dict[str, Any]:
     from fusion_dse.api import evaluate
 
-    ev = evaluate(point.model, point.hw, point.scheme, None, dict(point.overrides),
-                  point.input_shape)
+    model = model_graph(point)
+    ev = evaluate(model, point.hw, point.scheme, None, dict(point.overrides),
+                  point.input_shape if isinstance(model, str) else None)
     doc = _plain(ev.to_dict())
     return {
         **_figures(ev.cost.totals()),

@@ -18,7 +18,8 @@ An op runs on its own (every op of a layer-by-layer plan; an unfusable op of a f
   op (depthwise or grouped convolution, pooling, elementwise, resize, concatenation along
   channels, global pooling) tiles by channel blocks and row bands and re-reads nothing but its
   halo rows; a layout op (flatten, transpose, a slice or pad across channels) is copied in
-  chunks; softmax and opaque ops cannot be tiled and run whole.
+  chunks; softmax, normalisations (their statistics span channels or the map), products of two
+  activations and opaque ops cannot be tiled and run whole.
 
 If even the smallest tile does not fit (one output row of one output channel and one input
 channel), the op cannot run: its cost has `fits = False`, `Failure.TILE_OVER_BUFFER` and a
@@ -664,7 +665,7 @@ def _form(op: Op) -> str:
             s[1] == op.output_shape[1] for s in op.input_shapes):
         return "channels"
     if kind in (OpKind.SOFTMAX, OpKind.OPAQUE, OpKind.LINEAR, OpKind.CONV, OpKind.DWCONV,
-                OpKind.GLOBAL_POOL, OpKind.POOL, OpKind.RESIZE):
+                OpKind.GLOBAL_POOL, OpKind.POOL, OpKind.RESIZE, OpKind.NORM, OpKind.MATMUL):
         return "whole"
     return "chunks"  # reshape, transpose, concat/slice/pad across axes, elementwise on vectors
 

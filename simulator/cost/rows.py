@@ -4,8 +4,11 @@ Both row-streaming (LBDF) and tiled (BRR) execution reason about tensors as stac
 (height H; a row is N x C x W elements). A tensor of rank other than 4 is a single row. For op
 `o` and input slot `i`, ``lo[r]`` and ``hi[r]`` bound the input rows that output row `r` reads;
 both arrays are non-decreasing. Ops whose output does not keep the rows of their input
-(global pooling, flatten, linear on a feature map, softmax, opaque ops) read the whole input
-for their single output row. The arrays depend on the op alone, so they are computed once per
+(global pooling, flatten, linear on a feature map, softmax, a matmul of two activations, opaque
+ops) read the whole input for their single output row. A normalisation (`OpKind.NORM`) reads
+its input row by row unless its ``axes`` include the rows (a group norm, whose statistics span
+the map): a LayerNorm over the channels of an N,C,H,W tensor is per pixel, like an elementwise
+op. The arrays depend on the op alone, so they are computed once per
 graph and shared.
 """
 
@@ -21,7 +24,9 @@ from simulator.workload.graph import ComputeGraph, Op, OpKind, Shape
 __all__ = ["RowDeps", "height", "row_deps", "row_elems", "slot_window"]
 
 _WINDOWED = {OpKind.CONV, OpKind.DWCONV, OpKind.POOL}
-_WHOLE_INPUT = {OpKind.GLOBAL_POOL, OpKind.OPAQUE, OpKind.SOFTMAX, OpKind.LINEAR}
+_WHOLE_INPUT = {OpKind.GLOBAL_POOL, OpKind.OPAQUE, OpKind.SOFTMAX, OpKind.LINEAR,
+                OpKind.MATMUL}
+_PER_POSITION = {OpKind.NORM}  # reductions over attr `axes`: rowwise unless the axes hold rows
 
 
 def height(shape: Shape) -> int:
@@ -86,7 +91,8 @@ def slot_window(op: Op, k: int, axis: int = 0) -> tuple[np.ndarray, np.ndarray]:
     n_in = int(op.input_shapes[k][dim]) if len(op.input_shapes[k]) == 4 else 1
     n_out = int(op.output_shape[dim]) if len(op.output_shape) == 4 else 1
     r = np.arange(n_out, dtype=np.int64)
-    if len(op.output_shape) != 4 or len(op.input_shapes[k]) != 4 or op.kind in _WHOLE_INPUT:
+    if len(op.output_shape) != 4 or len(op.input_shapes[k]) != 4 or op.kind in _WHOLE_INPUT \
+            or op.kind in _PER_POSITION and dim in _as_axes(op.attr("axes"), 4):
         lo, hi = np.zeros_like(r), np.full_like(r, n_in - 1)
     elif op.kind in _WINDOWED and not op.attr("adaptive", False):
         lo = r * op.stride[axis] - op.padding[axis]
@@ -100,3 +106,10 @@ def slot_window(op: Op, k: int, axis: int = 0) -> tuple[np.ndarray, np.ndarray]:
         lo = (r * n_in) // n_out
         hi = ((r + 1) * n_in - 1) // n_out
     return np.clip(lo, 0, n_in - 1), np.clip(hi, 0, n_in - 1)
+
+
+def _as_axes(axes: object, rank: int) -> set[int]:
+    """The non-negative axes an ``axes`` attribute names (all of them when it is missing)."""
+    if axes is None:
+        return set(range(rank))
+    return {int(a) % rank for a in (axes if isinstance(axes, tuple) else (axes,))}

@@ -101,6 +101,21 @@ _TORCH_MODULE_HANDLERS: dict[Callable[..., object], _Result] = {
     ti._Converter._softmax: ("softmax", "softmax", "any axis (attr axis); LogSoftmax: attr log"),
     ti._Converter._pad: ("pad", "pad", "H and W only (a channel or batch pad is refused)"),
     ti._Converter._shuffle: ("transpose", "", ""),
+    ti._Converter._layer_norm: ("norm", "", ""),
+    ti._Converter._group_norm: ("norm", "", ""),
+}
+# Module handlers whose op_type and note depend on the class.
+_NORM_MODULES: dict[type, tuple[str, str, str]] = {
+    nn.LayerNorm: ("norm", "layernorm", "over the trailing normalized_shape axes (attr axes); "
+                   "attrs eps, affine; weights: scale and bias"),
+    nn.RMSNorm: ("norm", "rmsnorm", "over the trailing normalized_shape axes (attr axes); "
+                 "attrs eps (None: float32's), affine; weights: scale"),
+    nn.GroupNorm: ("norm", "groupnorm", "over (C, H, W) in groups (attrs groups, axes); attrs "
+                   "eps, affine; weights: per-channel scale and bias"),
+    **dict.fromkeys(ti._INSTANCE_NORMS, (
+        "norm / batchnorm", "groupnorm / batchnorm",
+        "a group norm with one group per channel; with track_running_stats the running "
+        "statistics make it a batchnorm; an unbatched input is refused")),
 }
 _TORCH_FUNCTION_HANDLERS: dict[Callable[..., object], _Result] = {
     ti._Converter._f_adaptive_pool: _TORCH_MODULE_HANDLERS[ti._Converter._adaptive_pool],
@@ -114,8 +129,29 @@ _TORCH_FUNCTION_HANDLERS: dict[Callable[..., object], _Result] = {
     ti._Converter._f_conv: ("conv / dwconv", "conv", "with constant weights"),
     ti._Converter._f_linear: ("linear", "linear", "with constant weights"),
 }
+_MATMUL_NOTE = ("activation @ constant 2-D matrix: linear (weight W^T); two activations: "
+                "matmul (batch dimensions broadcast); a constant first operand is refused")
 _SHUFFLE_NOTES = {"pixel_shuffle": "attr upscale_factor",
                   "pixel_unshuffle": "attr downscale_factor", "channel_shuffle": "attr groups"}
+_NORM_FUNCTION_NOTES = {
+    "layernorm": "over the trailing normalized_shape axes (attr axes); constant scale and bias",
+    "groupnorm": "over (C, H, W) in groups (attr groups; instance_norm: one per channel, "
+                 "use_input_stats only); constant scale and bias",
+    "rmsnorm": "over the trailing normalized_shape axes (attr axes); constant scale",
+}
+_PRIMITIVES = "linear, reshape, transpose, matmul, eltwise_unary, softmax"
+"""The kind column of a call imported as its primitives."""
+_ATTENTION_STEPS = ("K^T (transpose), Q @ K^T (matmul), the scaling (mul by a scalar), the mask "
+                    "(add; is_causal's and a boolean mask's as an additive 0 / -inf constant, "
+                    "counted as weights), softmax over the keys, P @ V (matmul)")
+_SDPA_NOTE = (f"as its primitives: {_ATTENTION_STEPS}; dropout is the identity; enable_gqa "
+              "and a boolean mask computed at run time are refused")
+_MHA_NOTE = ("as its primitives: the Q, K, V projections (three linear ops holding the slices "
+             "of in_proj_weight), each split into heads (reshape to (..., L, h, d), permute to "
+             f"(..., h, L, d)), {_ATTENTION_STEPS}, the heads merged (permute, reshape) and "
+             "out_proj (linear); batch-first, sequence-first and unbatched inputs; a key padding "
+             "mask, a per-head mask, add_bias_kv, add_zero_attn and reading the attention "
+             "weights are refused")
 _BINARY_NOTE = ("two tensors: eltwise_binary; a tensor and a constant: eltwise_unary with attr "
                 "scalar or a const tensor")
 
@@ -157,6 +193,10 @@ def _torch_modules() -> list[Entry]:
             if handler is ti._Converter._shuffle:
                 op_type = next(n for c, n in ti._SHUFFLE_MODULES if c is cls)
                 note = _SHUFFLE_NOTES[op_type]
+            elif cls in _NORM_MODULES:
+                kind, op_type, note = _NORM_MODULES[cls]
+            elif handler in (ti._Converter._layer_norm, ti._Converter._group_norm):
+                raise CoverageError(f"normalisation module {cls.__name__} is not described")
             out.append(Entry("torch", "module", kind, op_type, _module_name(cls), note))
     handled = {c for types, _ in ti._MODULE_HANDLERS
                for c in (types if isinstance(types, tuple) else (types,))}
@@ -169,6 +209,8 @@ def _torch_modules() -> list[Entry]:
                      "at inference: the slope is the mean of lower and upper"))
     out.append(Entry("torch", "module", DROPPED, "", "torchvision.ops.StochasticDepth",
                      "the identity at inference"))
+    out += [Entry("torch", "module", _PRIMITIVES, "", _module_name(cls), _MHA_NOTE)
+            for cls in ti._ATTENTION_MODULES]
     return out
 
 
@@ -214,8 +256,9 @@ def _torch_functions() -> list[Entry]:
         "attr perm; the identity permutation is dropped")
     add(ti._SHUFFLE_FUNCS, "transpose", lambda fn: fn.__name__, _SHUFFLE_NOTES.get)
     add(ti._SPLIT_FUNCS, "slice", "slice", "one slice per item read")
-    add(ti._MATMUL_FUNCS, "linear", "linear",
-        "activation @ constant 2-D matrix only; two activations are refused")
+    add(ti._MATMUL_FUNCS, "linear / matmul", "linear / matmul", _MATMUL_NOTE)
+    add(ti._NORM_FUNCS, "norm", ti._NORM_FUNCS.get, _NORM_FUNCTION_NOTES.get)
+    add(ti._ATTENTION_FUNCS, _PRIMITIVES, "", _SDPA_NOTE)
     add([operator.getitem], "slice / reshape", "slice / unsqueeze",
         "basic indexing (ints, slices, None, ...); an item of a split")
     for fn, handler in ti._FUNCTION_HANDLERS.items():
@@ -252,8 +295,7 @@ def _torch_methods() -> list[Entry]:
     add(ti._SPLIT_METHODS, "slice", "slice", "one slice per item read")
     add(["mean"], *_TORCH_FUNCTION_HANDLERS[ti._Converter._f_mean])
     add(ti._SOFTMAX_METHODS, "softmax", "softmax", "any axis (attr axis); log_softmax: attr log")
-    add(ti._MATMUL_METHODS, "linear", "linear",
-        "activation @ constant 2-D matrix only; two activations are refused")
+    add(ti._MATMUL_METHODS, "linear / matmul", "linear / matmul", _MATMUL_NOTE)
     return out
 
 
@@ -297,8 +339,15 @@ _ONNX_HANDLERS: dict[Callable[..., object], Callable[[str], _Result]] = {
     oi._reduce: lambda op: ("global_pool", "max" if "Max" in op else "avg",
                             "over (H, W) of a 4-D map only; other axes are refused"),
     oi._gemm: lambda op: ("linear", "linear", "constant B; alpha, beta, transB applied"),
-    oi._matmul: lambda op: ("linear", "linear",
-                            "activation x constant matrix only; two activations are refused"),
+    oi._matmul: lambda op: ("linear / matmul", "linear / matmul",
+                            "activation x constant matrix: linear; two activations: matmul"),
+    oi._layer_norm: lambda op: ("norm", "layernorm" if op == "LayerNormalization" else "rmsnorm",
+                                "over the axes from axis on (attr axes); attr eps; constant "
+                                "scale" + (" and bias" if op == "LayerNormalization" else "")),
+    oi._group_norm: lambda op: ("norm", "groupnorm", (
+        "one group per channel; constant scale and bias" if op == "InstanceNormalization"
+        else "per-channel scale and bias (opset 21; opset 18's per-group scale only with one "
+             "group per channel)")),
     oi._reshape: lambda op: ("reshape", op.lower(), "constant target shape; a same-shape "
                              "reshape is dropped"),
     oi._transpose: lambda op: ("transpose", "transpose", "attr perm; the identity is dropped"),
@@ -323,6 +372,16 @@ _ONNX_PATTERNS = [
     Entry("onnx", "pattern", "transpose", "channel_shuffle",
           "Reshape(N, g, C/g, ...) -> Transpose(0, 2, 1, ...) -> Reshape(N, C, ...)",
           "one op (attr groups), as from_torch imports it"),
+    Entry("onnx", "pattern", "norm", "groupnorm",
+          "Reshape(N, G, -1) -> InstanceNormalization(ones, zeros) -> Reshape(back) "
+          "[-> Mul(scale) -> Add(bias)]",
+          "torch's GroupNorm as its exporter writes it: one op (attr groups) with the "
+          "per-channel scale and bias, as from_torch imports it"),
+    Entry("onnx", "pattern", "(values)", "",
+          "Shape, Gather, Cast, Sqrt, Div, Concat, ... of constants and static shapes",
+          "computed (onnx's reference evaluator) and shape inference run again, so a Reshape "
+          "whose target the exporter computes at run time (attention's heads) has its shape "
+          "and a scale computed from a shape is a scalar"),
 ]
 
 
@@ -346,21 +405,21 @@ def _order(e: Entry) -> tuple[int, str, str, str]:
 
 # --- refused by name ----------------------------------------------------------------------------
 
-_ATTENTION = ("a product of two activations (attention's Q @ K^T and scores @ V): its cost "
-              "semantics (all keys before the first score) are [workloads] item 2")
-_ROW_NORM = ("normalises each position over its own channels; a per-position reduction over "
-             "the channel axis needs a cost decision ([workloads] item 2)")
-_MAP_NORM = ("statistics over a whole map (per group or channel): the whole map is needed "
-             "before the first output, a cost decision not made yet")
+_NOT_WRITTEN = "no composition of IR primitives is written for it"
 
 REFUSED_TORCH: dict[str, str] = {
-    "nn.LayerNorm": _ROW_NORM, "F.layer_norm": _ROW_NORM,
-    "nn.GroupNorm": _MAP_NORM, "F.group_norm": _MAP_NORM,
-    "nn.InstanceNorm2d": _MAP_NORM, "F.instance_norm": _MAP_NORM,
-    "nn.MultiheadAttention": _ATTENTION, "F.scaled_dot_product_attention": _ATTENTION,
-    "torch.matmul / operator.matmul / torch.bmm (two activations)": _ATTENTION,
-    "torch.einsum": _ATTENTION + "; einsum strings are not parsed",
-    "torchvision.models.swin_transformer.shifted_window_attention": _ATTENTION,
+    "nn.MultiheadAttention (key padding mask, per-head mask, add_bias_kv, add_zero_attn, "
+    "attention weights read)": _NOT_WRITTEN,
+    "F.scaled_dot_product_attention (enable_gqa, a boolean mask computed at run time)":
+        _NOT_WRITTEN,
+    "nn.InstanceNorm2d (1d, 3d) on an unbatched input, F.instance_norm without "
+    "use_input_stats": _NOT_WRITTEN,
+    "torch.matmul / torch.mm / torch.bmm with a constant first operand": _NOT_WRITTEN,
+    "torch.einsum": "einsum strings are not parsed (a two-operand product is written "
+                    "torch.matmul)",
+    "torchvision.models.swin_transformer.shifted_window_attention":
+        "a torch.fx leaf function of torchvision (window partition, a cyclic shift, attention "
+        "with a relative position bias gathered from a table): not expanded",
     "torchvision.models.swin_transformer._patch_merging_pad":
         "Swin's 2x2 patch merging on a channel-last map (pad, four strided slices, concat); "
         "not pixel_unshuffle (its channel order differs)",
@@ -377,10 +436,10 @@ REFUSED_TORCH: dict[str, str] = {
     "nn.Embedding": "a table lookup: no IR kind",
 }
 REFUSED_ONNX: dict[str, str] = {
-    "LayerNormalization": _ROW_NORM,
-    "GroupNormalization / InstanceNormalization": _MAP_NORM,
-    "MatMul (two activations)": _ATTENTION,
-    "Einsum": _ATTENTION + "; einsum strings are not parsed",
+    "GroupNormalization (opset 18, a scale per group of several channels)":
+        "no IR parameter format (re-export with opset 21)",
+    "MatMul (constant first operand)": _NOT_WRITTEN,
+    "Einsum": "einsum strings are not parsed",
     "ConvTranspose": "a transposed convolution: no IR kind",
     "ReduceMean / ReduceMax over other axes":
         "a reduction over axes other than (H, W) of a 4-D map: no IR kind",
@@ -442,7 +501,7 @@ def markdown() -> str:
         "    python benchmarks/torchvision_coverage.py --markdown tv.json >> docs/importers.md",
         "",
         "Anything not listed is refused by name (`UnsupportedOpError: unsupported op "
-        "LayerNorm at node ...`), or imported as an `opaque` op with `--allow-opaque`. Every "
+        "ConvTranspose2d at node ...`), or imported as an `opaque` op with `--allow-opaque`. Every "
         "converted op runs in the IR executor (`simulator.workload.execute`) to the framework's "
         "output; activation parameters and axes travel in `Op.attrs`. \"(none: dropped)\" "
         "means the importer removes the call (an identity at inference).",
@@ -510,10 +569,10 @@ def survey_torch(module: nn.Module, input_shape: Sequence[int] | str,
     shape = ti.check_input_shape(input_shape)
     name = name or type(module).__name__
     try:
-        gm = ti._fold_batchnorm_in_place(ti.trace(module, name))
+        gm = ti.trace(module, name)
     except UnsupportedOpError as err:
         return Survey(None, (), str(err))
-    ti._propagate_shapes(gm, shape, name)
+    gm = ti.prepare(gm, shape, name)
     converter = ti._Converter(gm, name, allow_opaque=True)
     try:
         with warnings.catch_warnings():

@@ -14,7 +14,12 @@ eltwise_unary       activation parameters (`activation_text`); arithmetic with a
                     ``scalar`` (float) or a ``const`` tensor (shape ``const_shape``), and
                     ``const_side`` ("left" | "right", default "right")
 concat / softmax    ``axis`` (default 1 / the last axis; softmax: an int or a tuple of
-                    consecutive axes), softmax ``log`` (log-softmax)
+                    consecutive axes), softmax ``log`` (log-softmax); concat ``const_at``:
+                    the positions of constant operands among all operands (parameters
+                    ``const0``, ``const1``, ... in that order, shapes ``const_shapes``)
+norm                ``axes`` (normalised axes, required; trailing for layernorm / rmsnorm,
+                    (1, ..., rank - 1) for groupnorm), ``eps`` (default 1e-5), ``groups``
+                    (groupnorm), ``affine`` (default False: no scale or bias)
 slice               ``axis``, ``start``, ``end``, ``step`` (required; ints or equal-length tuples)
 resize              ``mode`` (default "nearest"), ``align_corners``
 pad                 ``mode`` ("constant", "reflect", "replicate", "circular"), ``value``
@@ -29,6 +34,10 @@ Parameter formats (float32):
   ``weight_elems`` exceeds the weight's numel.
 - linear: ``weight`` (out_features, in_features), ``bias`` likewise; applied on the last axis.
 - batchnorm: ``scale`` (C,), ``shift`` (C,): ``y = x * scale[c] + shift[c]``.
+- norm (when ``affine``): ``weight`` and, iff the op's ``weight_elems`` exceeds the weight's
+  numel, ``bias``: per channel (C,) for groupnorm, the normalised shape for layernorm / rmsnorm
+  (rmsnorm has no bias).
+- matmul: none (both operands are activations: ``torch.matmul(a, b)``).
 - eltwise with a constant tensor operand: ``const``, broadcastable to the output.
 - prelu: ``weight`` (1 or C slopes, along axis 1).
 """
@@ -52,7 +61,7 @@ from simulator.workload.graph import (
     is_network_input,
     network_input_index,
 )
-from simulator.workload.ops import ACTIVATIONS, const_operand_shape
+from simulator.workload.ops import ACTIVATIONS, const_operand_shape, norm_param_shape
 
 __all__ = [
     "ARITHMETIC",
@@ -259,6 +268,17 @@ def param_shapes(op: Op) -> dict[str, tuple[int, ...]]:
     if op.kind is OpKind.BATCHNORM:
         c = op.output_shape[1]
         return {"scale": (c,), "shift": (c,)}
+    if op.kind is OpKind.NORM:
+        if not op.attr("affine", False):
+            return {}
+        shape = norm_param_shape(op)
+        shapes = {"weight": shape}
+        if op.weight_elems > math.prod(shape):
+            shapes["bias"] = shape
+        return shapes
+    if op.kind is OpKind.CONCAT and op.attr("const_at") is not None:
+        return {f"const{k}": tuple(int(d) for d in shape)
+                for k, shape in enumerate(op.attr("const_shapes") or ())}
     if op.kind is OpKind.ELTWISE_UNARY and ACTIVATIONS.get(op.op_type) == "prelu":
         return {"weight": (max(1, op.weight_elems),)}
     if _needs_const(op):
@@ -295,14 +315,16 @@ def random_params(graph: ComputeGraph, seed: int = 0) -> Params:
         g = _generator(seed, op.name)
         tensors: dict[str, torch.Tensor] = {}
         for key, shape in shapes.items():
-            if key == "weight" and op.kind is not OpKind.ELTWISE_UNARY:
+            if key == "weight" and op.kind is OpKind.NORM:  # a scale near 1
+                tensors[key] = _uniform(shape, 0.8, 1.2, g)
+            elif key == "weight" and op.kind is not OpKind.ELTWISE_UNARY:
                 bound = math.sqrt(3.0 / max(1, math.prod(shape[1:])))
                 tensors[key] = _uniform(shape, -bound, bound, g)
             elif key == "weight":  # prelu slopes
                 tensors[key] = _uniform(shape, 0.0, 0.5, g)
             elif key == "scale":
                 tensors[key] = _uniform(shape, 0.8, 1.2, g)
-            elif key == "const":
+            elif key.startswith("const"):
                 tensors[key] = _uniform(shape, 0.5, 1.5, g)
             else:  # bias, shift
                 tensors[key] = _uniform(shape, -0.1, 0.1, g)
@@ -504,9 +526,14 @@ def _axis(op: Op, rank: int, default: int) -> int:
 
 
 def _concat(op: Op, args: list[torch.Tensor], p: Mapping[str, torch.Tensor]) -> torch.Tensor:
-    if op.weight_elems:
-        raise ExecutionError("concatenation with constant operands is not supported")
-    return torch.cat(args, dim=_axis(op, args[0].dim(), 1))
+    at = op.attr("const_at")
+    if at is None and op.weight_elems:
+        raise ExecutionError("concatenation with constant operands of unknown position "
+                             "(re-import the model)")
+    operands = list(args)
+    for k, pos in enumerate(_as_tuple(at) if at is not None else ()):
+        operands.insert(pos, p[f"const{k}"].to(args[0].dtype))
+    return torch.cat(operands, dim=_axis(op, args[0].dim(), 1))
 
 
 def _as_tuple(v: Any) -> tuple[int, ...]:
@@ -592,6 +619,36 @@ def _softmax(op: Op, args: list[torch.Tensor], p: Mapping[str, torch.Tensor]) ->
     return fn(x, dim=_axis(op, x.dim(), -1))
 
 
+def _norm(op: Op, args: list[torch.Tensor], p: Mapping[str, torch.Tensor]) -> torch.Tensor:
+    x = args[0]
+    axes = op.attr("axes")
+    if axes is None:
+        raise ExecutionError("norm has no axes recorded (re-import the model)")
+    axes = sorted(a % x.dim() for a in _as_tuple(axes))
+    eps = float(op.attr("eps", 1e-5))
+    weight, bias = p.get("weight"), p.get("bias")
+    if op.op_type == "groupnorm":
+        groups = int(op.attr("groups", 1))
+        if axes != list(range(1, x.dim())) or x.shape[1] % groups:
+            raise ExecutionError(f"group norm over axes {tuple(axes)} in {groups} groups of "
+                                 f"a {tuple(x.shape)} tensor")
+        return F.group_norm(x, groups, weight, bias, eps)
+    if axes != list(range(x.dim() - len(axes), x.dim())):
+        raise ExecutionError(f"{op.op_type} over axes {tuple(axes)}: not the trailing axes")
+    shape = tuple(x.shape[axes[0]:])
+    if op.op_type == "layernorm":
+        return F.layer_norm(x, shape, weight, bias, eps)
+    if op.op_type == "rmsnorm":
+        return F.rms_norm(x, shape, weight, eps)
+    raise ExecutionError(f"unknown normalisation {op.op_type!r}")
+
+
+def _matmul(op: Op, args: list[torch.Tensor], p: Mapping[str, torch.Tensor]) -> torch.Tensor:
+    if len(args) != 2:
+        raise ExecutionError(f"matmul takes 2 inputs, the graph gives {len(args)}")
+    return torch.matmul(args[0], args[1])
+
+
 _RUNNERS: dict[OpKind, Callable[[Op, list[torch.Tensor], Mapping[str, torch.Tensor]],
                                 torch.Tensor]] = {
     OpKind.CONV: _conv,
@@ -609,4 +666,6 @@ _RUNNERS: dict[OpKind, Callable[[Op, list[torch.Tensor], Mapping[str, torch.Tens
     OpKind.RESHAPE: _reshape,
     OpKind.TRANSPOSE: _transpose,
     OpKind.SOFTMAX: _softmax,
+    OpKind.NORM: _norm,
+    OpKind.MATMUL: _matmul,
 }

@@ -48,7 +48,9 @@ class GraphError(InputError):
 
 
 class OpKind(StrEnum):
-    """Coarse operation classes the cost models distinguish."""
+    """Coarse operation classes the cost models distinguish (docs/ir.md): ``NORM`` is a
+    LayerNorm / GroupNorm / RMSNorm over attr ``axes``, ``MATMUL`` a product of two
+    activations (a product with a constant matrix is ``LINEAR``)."""
 
     CONV = "conv"
     DWCONV = "dwconv"
@@ -65,6 +67,8 @@ class OpKind(StrEnum):
     RESHAPE = "reshape"
     TRANSPOSE = "transpose"
     SOFTMAX = "softmax"
+    NORM = "norm"
+    MATMUL = "matmul"
     OPAQUE = "opaque"
 
 
@@ -85,6 +89,8 @@ _KIND_MAPPING = {
     OpKind.GLOBAL_POOL: MappingType.MANY_TO_MANY,
     OpKind.LINEAR: MappingType.MANY_TO_MANY,
     OpKind.SOFTMAX: MappingType.MANY_TO_MANY,
+    OpKind.NORM: MappingType.MANY_TO_MANY,
+    OpKind.MATMUL: MappingType.MANY_TO_MANY,
     OpKind.OPAQUE: MappingType.MANY_TO_MANY,
     OpKind.ELTWISE_UNARY: MappingType.ONE_TO_ONE,
     OpKind.ELTWISE_BINARY: MappingType.ONE_TO_ONE,

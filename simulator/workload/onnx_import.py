@@ -8,7 +8,10 @@ windows, same-shape reshapes), a BatchNormalization folded into the convolution 
 the gates ``Mul(x, Sigmoid(x))`` and ``Mul(x, HardSigmoid(x))`` that exporters emit for SiLU and
 Hardswish, which become one ``silu`` / ``hardswish`` op as `from_torch` produces them, and the
 ``Reshape -> Transpose -> Reshape`` of a channel shuffle, which becomes one ``channel_shuffle``
-op.
+op, and torch's exported GroupNorm (``Reshape -> InstanceNormalization -> Reshape -> Mul ->
+Add``), which becomes one ``groupnorm`` op. Values computed from constants and static shapes
+are evaluated (`_fold`) so that they can be operands, and shape inference runs again with them
+when it left tensors without a static shape.
 
 Shape inference runs on a light copy of the model (nodes sorted, inputs fixed, large weights
 reduced to their dimensions), so its cost does not grow with the weights and models over
@@ -48,6 +51,7 @@ from simulator.workload.ops import (
     conv_macs,
     is_identity_window,
     linear_macs,
+    matmul_macs,
 )
 
 __all__ = ["from_onnx", "from_onnx_with_params"]
@@ -115,7 +119,7 @@ def _import(path: str | os.PathLike[str], input_shape: Sequence[int] | None, fol
     _check_opset(model, where)
     order = _node_order(model.graph, where)
     inputs = _resolve_inputs(model.graph, wanted, where)
-    graph = _infer_shapes(_shape_model(model, order, inputs), where).graph
+    graph = _shaped_graph(model, order, inputs, where)
     walk = _start_walk(graph, model.graph.initializer, inputs, where, fold_bn=fold_bn,
                        allow_opaque=allow_opaque)
     walk.opset = _opset(model)
@@ -218,6 +222,63 @@ def _shape_model(model: onnx.ModelProto, order: Sequence[int],
     light.opset_import.extend(model.opset_import)
     light.functions.extend(model.functions)
     return light
+
+
+_SHAPE_PASSES = 4  # shape inference runs at most this often (constants folded in between)
+
+
+def _shaped_graph(model: onnx.ModelProto, order: Sequence[int], inputs: Mapping[str, Shape],
+                  where: str) -> onnx.GraphProto:
+    """The light model's graph after shape inference (`_shape_model`).
+
+    When some tensors are left without a static shape (a Reshape whose target is computed from
+    ``Shape`` at run time, as torch's exporter writes attention), the constants that can be
+    computed (`_fold`) replace the nodes computing them and inference runs again, while it
+    gains shapes.
+    """
+    light = _shape_model(model, order, inputs)
+    graph = _infer_shapes(light, where).graph
+    for _ in range(_SHAPE_PASSES - 1):
+        known = _static_shapes(graph)
+        if all(o in known for n in graph.node for o in n.output if o):
+            break
+        w = _start_walk(graph, model.graph.initializer, inputs, where, fold_bn=False,
+                        allow_opaque=True)
+        w.opset = _opset(model)
+        folded: dict[str, list[np.ndarray]] = {}
+        for node in graph.node:
+            if _is_constant_like(w, node):
+                values = _record_constants(w, node)
+                if values is not None and node.op_type != "Constant" \
+                        and all(v.size <= _STUB_ELEMS for v in values):
+                    folded[node.name or node.output[0]] = values
+        if not folded:
+            break
+        light = _with_constants(light, folded)
+        graph = _infer_shapes(light, where).graph
+        if len(_static_shapes(graph)) <= len(known):
+            break
+    return graph
+
+
+def _with_constants(model: onnx.ModelProto,
+                    folded: Mapping[str, Sequence[np.ndarray]]) -> onnx.ModelProto:
+    """`model` with each node named in `folded` replaced by Constant nodes of its values."""
+    nodes = []
+    for node in model.graph.node:
+        values = folded.get(node.name or node.output[0])
+        if values is None:
+            nodes.append(node)
+            continue
+        nodes.extend(helper.make_node("Constant", [], [out], name=f"{_label(node)}:{k}",
+                                      value=numpy_helper.from_array(np.asarray(v), out))
+                     for k, (out, v) in enumerate(zip(node.output, values, strict=False))
+                     if out)
+    out = onnx.ModelProto()
+    out.CopyFrom(model)
+    del out.graph.node[:]
+    out.graph.node.extend(nodes)
+    return out
 
 
 def _with_dims(value: onnx.ValueInfoProto, dims: Shape) -> onnx.ValueInfoProto:
@@ -357,8 +418,10 @@ def _first_input_shape(name: str, dims: Dims | None, wanted: Shape | None, where
                               "pass --input-shape")
     if all(isinstance(d, int) for d in dims[1:]):
         return tuple(d if isinstance(d, int) else 1 for d in dims)
+    named = [d for d in dims if isinstance(d, str) and d != "?"]
+    bind = f" (evaluate, simulate, optimize: or --bind {'=..,'.join(named)}=..)" if named else ""
     raise InputShapeError(f"input '{name}' of {where} has symbolic dimensions "
-                          f"{_dims_text(dims)}; pass --input-shape")
+                          f"{_dims_text(dims)}; pass --input-shape{bind}")
 
 
 def _other_input_shape(name: str, dims: Dims | None, batch: int, where: str) -> Shape:
@@ -388,9 +451,15 @@ class _Walk:
         names: Names taken by inputs and ops.
         biasless: Convolutions without a bias (folding a BatchNorm adds one).
         gates: Ops that, multiplied by their own input, form a known activation.
+        plain_norms: InstanceNormalization ops with the identity scale and bias (the middle
+            of torch's exported GroupNorm).
+        pattern_norms: GroupNorm ops made from that pattern, with the op types (Mul, Add) of
+            the per-channel scale and bias folded into them so far.
         opaque: Descriptions of the nodes imported as opaque ops.
         opset: The model's ai.onnx opset.
         params: Parameter arrays per op name, when the caller asked for them (else None).
+        shape_sources: Constant tensors computed from activations' shapes -> the ops or
+            network inputs whose shapes they read (a resize's ``size_of``).
     """
 
     where: str
@@ -405,9 +474,12 @@ class _Walk:
     names: set[str] = field(default_factory=set)
     biasless: set[str] = field(default_factory=set)
     gates: dict[str, str] = field(default_factory=dict)
+    plain_norms: set[str] = field(default_factory=set)
+    pattern_norms: dict[str, set[str]] = field(default_factory=dict)
     opaque: list[str] = field(default_factory=list)
     opset: int = MIN_OPSET
     params: dict[str, dict[str, np.ndarray]] | None = None
+    shape_sources: dict[str, frozenset[str]] = field(default_factory=dict)
 
 
 def _keep(w: _Walk, op_name: str, **arrays: np.ndarray | None) -> None:
@@ -467,10 +539,32 @@ def _build(w: _Walk, name: str, inputs: Mapping[str, Shape],
     return builder.build([w.act[o] for o in outputs if o in w.act])
 
 
+def _record_constants(w: _Walk, node: onnx.NodeProto) -> list[np.ndarray] | None:
+    """Record the outputs of a constant-like node as constants, with their values when they
+    can be computed (`_fold`); returns those values."""
+    values = _fold(w, node)
+    for k, out in enumerate(node.output):
+        if out:
+            w.consts[out] = node.attribute[0] if node.op_type == "Constant" else (
+                numpy_helper.from_array(values[k], out) if values is not None else None)
+    return values
+
+
+def _record_shape_sources(w: _Walk, node: onnx.NodeProto) -> None:
+    """Note which activations' shapes a constant-like node's outputs are computed from."""
+    sources: set[str] = set()
+    for t in _node_inputs(node):
+        if t in w.act and node.op_type in _SHAPE_OPS:
+            sources.add(w.act[t])
+        sources |= w.shape_sources.get(t, frozenset())
+    if sources:
+        w.shape_sources.update((out, frozenset(sources)) for out in node.output if out)
+
+
 def _visit(w: _Walk, node: onnx.NodeProto) -> None:
     if _is_constant_like(w, node):
-        for out in filter(None, node.output):
-            w.consts[out] = node.attribute[0] if node.op_type == "Constant" else None
+        _record_constants(w, node)
+        _record_shape_sources(w, node)
         return
     handler = _HANDLERS.get(node.op_type) if node.domain in _DEFAULT_DOMAINS else None
     try:
@@ -483,6 +577,41 @@ def _visit(w: _Walk, node: onnx.NodeProto) -> None:
         if not w.allow_opaque:
             raise UnsupportedOpError(_unsupported_message(w, node, str(err))) from err
         _opaque(w, node)
+
+
+def _fold(w: _Walk, node: onnx.NodeProto) -> list[np.ndarray] | None:
+    """The values of a constant-like node's outputs, when they can be computed: a Shape or Size
+    of a tensor with a static shape, or any default-domain node (without subgraphs) whose
+    inputs all have known values, run by onnx's reference evaluator. None otherwise (a value
+    computed from values the model does not store, or over `_FOLD_LIMIT` elements)."""
+    if node.domain not in _DEFAULT_DOMAINS or node.op_type == "Constant" \
+            or any(True for _ in _subgraphs(node)):
+        return None
+    if node.op_type in _SHAPE_OPS:
+        dims = w.shapes.get(node.input[0])
+        if dims is None:
+            return None
+        if node.op_type == "Size":
+            return [np.array(math.prod(dims), dtype=np.int64)]
+        a = _attrs(node)
+        start, end = int(a.get("start", 0)), a.get("end")
+        return [np.array(dims[slice(start, None if end is None else int(end))], dtype=np.int64)]
+    feeds = {t: _value(w, t) for t in node.input if t}
+    if any(v is None for v in feeds.values()) \
+            or sum(v.size for v in feeds.values()) > _FOLD_LIMIT:
+        return None
+    try:
+        from onnx.reference import ReferenceEvaluator
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            values = ReferenceEvaluator(node, opsets={"": w.opset}).run(None, feeds)
+    except Exception:  # noqa: BLE001 - an op the reference cannot run stays unknown
+        return None
+    return [np.asarray(v) for v in values]
+
+
+_FOLD_LIMIT = 1 << 26  # elements: constants computed from larger inputs are not evaluated
 
 
 def _is_constant_like(w: _Walk, node: onnx.NodeProto) -> bool:
@@ -617,6 +746,12 @@ def _window_padding(a: Mapping[str, Any], spatial: Sequence[int], kernel: tuple[
     return pads[0], pads[1], pads[2], pads[3]
 
 
+def _auto_pad(a: Mapping[str, Any]) -> dict[str, Any]:
+    """``auto_pad`` SAME as an attr: the padding it resolves to depends on the input size."""
+    auto = a.get("auto_pad", "NOTSET")
+    return {"auto_pad": auto} if auto in ("SAME_UPPER", "SAME_LOWER") else {}
+
+
 # --- handlers ----------------------------------------------------------------------------------
 
 
@@ -638,7 +773,7 @@ def _conv(w: _Walk, node: onnx.NodeProto) -> None:
         w, node, conv_kind(groups, in_shape[1]), "conv", [x], kernel=kernel, stride=stride,
         padding=_window_padding(a, in_shape[2:], kernel, stride, dilation), dilation=dilation,
         groups=groups, weight_elems=_numel(w, weight) + _numel(w, bias),
-        macs=conv_macs(out, in_shape[1], groups, kernel),
+        macs=conv_macs(out, in_shape[1], groups, kernel), attrs=_auto_pad(a),
     )
     if not bias:
         w.biasless.add(op_name)
@@ -780,6 +915,8 @@ def _arith(w: _Walk, node: onnx.NodeProto) -> None:
             _emit(w, node, OpKind.ELTWISE_BINARY, op_type, [a, b])
         return
     x, const = (a, b) if a in w.act else (b, a)
+    if _absorb_affine(w, node, x, const):
+        return
     n = _numel(w, const)
     grows = math.prod(_shape(w, node.output[0], node)) > math.prod(_shape(w, x, node))
     value = _value(w, const)
@@ -807,11 +944,21 @@ def _fuse_gate(w: _Walk, node: onnx.NodeProto, a: str, b: str) -> bool:
 
 
 def _concat(w: _Walk, node: onnx.NodeProto) -> None:
+    """A concatenation; constant operands (ViT's class token) count as weights, and their
+    positions and values travel as ``const_at`` and ``const{k}``."""
     tensors = [t for t in node.input if t in w.act]
-    weights = sum(_numel(w, t) for t in node.input if t in w.consts)
+    consts = [(k, t) for k, t in enumerate(node.input) if t in w.consts]
+    weights = sum(_numel(w, t) for _, t in consts)
     rank = len(_shape(w, node.output[0], node))
-    _emit(w, node, OpKind.CONCAT, "concat", tensors, weight_elems=weights,
-          attrs={"axis": int(_attrs(node).get("axis", 1)) % rank})
+    attrs: dict[str, Any] = {"axis": int(_attrs(node).get("axis", 1)) % rank}
+    values = [_value(w, t) for _, t in consts]
+    if consts and all(v is not None for v in values):
+        attrs.update(const_at=tuple(k for k, _ in consts),
+                     const_shapes=tuple(tuple(int(d) for d in v.shape) for v in values))
+    op_name = _emit(w, node, OpKind.CONCAT, "concat", tensors, weight_elems=weights,
+                    attrs=attrs)
+    if "const_at" in attrs:
+        _keep(w, op_name, **{f"const{k}": v for k, v in enumerate(values)})
 
 
 def _split(w: _Walk, node: onnx.NodeProto) -> None:
@@ -902,7 +1049,7 @@ def _pool(w: _Walk, node: onnx.NodeProto) -> None:
     if is_identity_window(kernel, stride, padding):
         _alias(w, node.output[0], x)
         return
-    attrs: dict[str, Any] = {"ceil_mode": bool(a.get("ceil_mode", 0))}
+    attrs: dict[str, Any] = {"ceil_mode": bool(a.get("ceil_mode", 0)), **_auto_pad(a)}
     if node.op_type == "AveragePool" and not a.get("count_include_pad", 0) and any(padding):
         attrs["count_include_pad"] = False
     _emit(w, node, OpKind.POOL, "max" if node.op_type == "MaxPool" else "avg", [x],
@@ -960,9 +1107,11 @@ def _gemm(w: _Walk, node: onnx.NodeProto) -> None:
 
 def _matmul(w: _Walk, node: onnx.NodeProto) -> None:
     x = _data_input(w, node)
-    if node.input[1] in w.act:
-        raise _Unsupported("both operands are activations")
     out = _shape(w, node.output[0], node)
+    if node.input[1] in w.act:  # a product of two activations (attention's scores)
+        _emit(w, node, OpKind.MATMUL, "matmul", [x, node.input[1]],
+              macs=matmul_macs(out, _shape(w, x, node)))
+        return
     op_name = _emit(w, node, OpKind.LINEAR, "linear", [x],
                     weight_elems=_numel(w, node.input[1]),
                     macs=linear_macs(out, _shape(w, x, node)[-1]))
@@ -977,7 +1126,7 @@ def _reshape(w: _Walk, node: onnx.NodeProto) -> None:
     if _shape(w, node.output[0], node) == _shape(w, x, node):
         _alias(w, node.output[0], x)
         return
-    if not _fuse_channel_shuffle(w, node, x):
+    if not _fuse_channel_shuffle(w, node, x) and not _fuse_group_norm(w, node, x):
         _emit(w, node, OpKind.RESHAPE, node.op_type.lower(), [x])
 
 
@@ -1036,7 +1185,28 @@ def _resize(w: _Walk, node: onnx.NodeProto) -> None:
     attrs: dict[str, Any] = {"mode": mode}
     if a.get("coordinate_transformation_mode") == "align_corners":
         attrs["align_corners"] = True
-    _emit(w, node, OpKind.RESIZE, "resize", [x], attrs=attrs)
+    _emit(w, node, OpKind.RESIZE, "resize", [x], attrs={**attrs, **_resize_size(w, node, x)})
+
+
+def _resize_size(w: _Walk, node: onnx.NodeProto, x: str) -> dict[str, Any]:
+    """What a resize's output size follows, for symbolic shapes: ``size_of`` (another
+    tensor's spatial size, read through Shape), a constant ``size``, or a ``scale``."""
+    out = _shape(w, node.output[0], node)
+    sizes = _input(node, 3) if node.op_type == "Resize" else ""
+    if sizes:
+        read = w.shape_sources.get(sizes, frozenset())
+        like = [t for t in sorted(read - {w.act[x]})
+                if (w.specs[t].output_shape if t in w.specs else w.shapes.get(t, ()))[-2:]
+                == out[-2:]]
+        if len(like) == 1:
+            return {"size_of": like[0]}
+        value = None if read else _value(w, sizes)
+        return {} if value is None else {"size": tuple(int(v) for v in np.ravel(value)[-2:])}
+    scales = _input(node, 2 if node.op_type == "Resize" else 1)
+    value = _value(w, scales) if scales else None
+    if value is None or value.size < 2:
+        return {}
+    return {"scale": tuple(float(v) for v in np.ravel(value)[-2:])}
 
 
 def _pad(w: _Walk, node: onnx.NodeProto) -> None:
@@ -1084,6 +1254,140 @@ def _softmax(w: _Walk, node: onnx.NodeProto) -> None:
     _emit(w, node, OpKind.SOFTMAX, "softmax", [x], attrs=attrs)
 
 
+def _norm_op(w: _Walk, node: onnx.NodeProto, x: str, op_type: str, axes: tuple[int, ...],
+             scale: str, bias: str, param_shape: Shape, groups: int | None = None) -> str:
+    """Emit a NORM op with constant `scale` and `bias` (names, "" when absent) of
+    `param_shape` elements each. A scale of ones and a bias of zeros that the model computes
+    (Constant nodes, not initializers: how exporters write a norm without affine parameters)
+    are no parameters."""
+    _require_constant(w, node, 1, "scale or bias")
+    if _is_artifact(w, scale, 1.0) and (not bias or _is_artifact(w, bias, 0.0)):
+        scale = bias = ""
+    elif _is_artifact(w, bias, 0.0):
+        bias = ""
+    for t in (scale, bias):
+        if t and math.prod(_shape(w, t, node)) != math.prod(param_shape):
+            raise _Unsupported(f"a scale or bias of shape {_dims_text(_shape(w, t, node))} "
+                               f"for {_dims_text(param_shape)} values")
+    attrs: dict[str, Any] = {"eps": float(_attrs(node).get("epsilon", 1e-5)), "axes": axes,
+                             "affine": bool(scale)}
+    if groups is not None:
+        attrs["groups"] = groups
+    op_name = _emit(w, node, OpKind.NORM, op_type, [x], attrs=attrs,
+                    weight_elems=_numel(w, scale) + _numel(w, bias))
+    if w.params is not None:
+        values = [_value(w, t) if t else None for t in (scale, bias)]
+        _keep(w, op_name, **{k: None if v is None else np.reshape(v, param_shape)
+                             for k, v in zip(("weight", "bias"), values, strict=True)})
+    return op_name
+
+
+def _is_artifact(w: _Walk, tensor: str, identity: float) -> bool:
+    """True for a Constant node's tensor whose every value is `identity`."""
+    if not tensor or not isinstance(w.consts.get(tensor), onnx.AttributeProto):
+        return False
+    value = _value(w, tensor)
+    return value is not None and bool(np.all(value == identity))
+
+
+def _layer_norm(w: _Walk, node: onnx.NodeProto) -> None:
+    """LayerNormalization (opset 17) and RMSNormalization (opset 23) over the axes from
+    ``axis`` on."""
+    x = _data_input(w, node)
+    shape = _shape(w, x, node)
+    axis = int(_attrs(node).get("axis", -1)) % len(shape)
+    op_type = "layernorm" if node.op_type == "LayerNormalization" else "rmsnorm"
+    if op_type == "rmsnorm" and _input(node, 2):
+        raise _Unsupported("a bias")
+    _norm_op(w, node, x, op_type, tuple(range(axis, len(shape))), _input(node, 1),
+             _input(node, 2), shape[axis:])
+
+
+def _group_norm(w: _Walk, node: onnx.NodeProto) -> None:
+    """GroupNormalization (per-channel scale: opset 21, or opset 18 with one group per
+    channel) and InstanceNormalization (one group per channel)."""
+    x = _data_input(w, node)
+    shape = _shape(w, x, node)
+    if len(shape) < 3:
+        raise _Unsupported(f"a rank-{len(shape)} input")
+    channels = shape[1]
+    groups = channels if node.op_type == "InstanceNormalization" \
+        else int(_attrs(node)["num_groups"])
+    if channels % groups:
+        raise _Unsupported(f"{channels} channels in {groups} groups")
+    scale, bias = _input(node, 1), _input(node, 2)
+    if node.op_type == "GroupNormalization" and scale \
+            and math.prod(_shape(w, scale, node)) == groups != channels:
+        raise _Unsupported("a scale per group (opset 18): re-export with opset 21")
+    op_name = _norm_op(w, node, x, "groupnorm", tuple(range(1, len(shape))), scale, bias,
+                       (channels,), groups)
+    if node.op_type == "InstanceNormalization" and not w.specs[op_name].weight_elems:
+        w.plain_norms.add(op_name)  # maybe the middle of the GroupNorm pattern
+
+
+def _fuse_group_norm(w: _Walk, node: onnx.NodeProto, x: str) -> bool:
+    """Replace ``Reshape(N, G, -1) -> InstanceNormalization(ones, zeros) -> Reshape(back)``
+    (torch's GroupNorm as its exporter writes it) by one ``groupnorm`` op without weights, as
+    `from_torch` imports it (the Mul and Add of its scale and bias follow, `_absorb_affine`);
+    False if the ops before `node` do not form one."""
+    norm = w.specs.get(w.act[x])
+    if norm is None or norm.name not in w.plain_norms or w.uses[norm.name] != 1:
+        return False
+    split = w.specs.get(norm.inputs[0])
+    if split is None or split.kind is not OpKind.RESHAPE or w.uses[split.name] != 1:
+        return False
+    src = split.inputs[0]
+    source = w.specs[src].output_shape if src in w.specs else w.shapes.get(src)
+    out, mid = _shape(w, node.output[0], node), split.output_shape
+    if source != out or len(out) < 3 or len(mid) != 3 or mid[0] != out[0] \
+            or out[1] % mid[1] or math.prod(mid) != math.prod(out):
+        return False
+    _drop(w, norm.name)
+    _drop(w, split.name)
+    w.uses[src] += 1
+    op_name = _emit(w, node, OpKind.NORM, "groupnorm", [], refs=[src],
+                    attrs={**dict(norm.attrs), "groups": int(mid[1]), "affine": False,
+                           "axes": tuple(range(1, len(out)))})
+    w.pattern_norms[op_name] = set()
+    return True
+
+
+def _absorb_affine(w: _Walk, node: onnx.NodeProto, x: str, const: str) -> bool:
+    """Fold the Mul by a per-channel scale, then the Add of a per-channel bias, that follow a
+    GroupNorm pattern's op (`_fuse_group_norm`) into it; False if they do not fit."""
+    norm = w.specs.get(w.act[x])
+    if norm is None or norm.name not in w.pattern_norms or w.uses[norm.name] != 1:
+        return False
+    channels, rank = norm.output_shape[1], len(norm.output_shape)
+    value, shape = _value(w, const), w.shapes.get(const, ())
+    attrs, op, done = dict(norm.attrs), node.op_type, w.pattern_norms[norm.name]
+    artifact = _is_artifact(w, const, 1.0 if op == "Mul" else 0.0)  # the identity: no weights
+    kept_dims = tuple(d for d in shape if d != 1)
+    if value is None or op not in ("Mul", "Add") or "Add" in done or op in done \
+            or kept_dims not in ({(channels,), ()} if artifact else {(channels,)}) \
+            or len(shape) > rank or (len(shape) == rank and shape[0] != 1) \
+            or (kept_dims and len(shape) < rank - 1):
+        return False
+    if op == "Add" and not artifact and not attrs["affine"]:
+        return False  # a shift without a scale: no IR parameter format
+    _drop(w, norm.name)
+    w.names.discard(norm.name)  # the op keeps its name
+    w.uses[norm.name] = 0
+    w.uses[norm.inputs[0]] += 1
+    if not artifact:
+        attrs["affine"] = True
+    op_name = _emit(w, node, OpKind.NORM, "groupnorm", [], refs=list(norm.inputs),
+                    name=norm.name, attrs=attrs,
+                    weight_elems=norm.weight_elems + (0 if artifact else channels))
+    w.pattern_norms[op_name] = {*done, op}
+    kept = (w.params or {}).pop(norm.name, {})
+    if not artifact:
+        kept["weight" if op == "Mul" else "bias"] = np.ravel(value).astype(np.float32)
+    if w.params is not None and kept:
+        w.params[op_name] = kept
+    return True
+
+
 def _forward(w: _Walk, node: onnx.NodeProto) -> None:
     _alias(w, node.output[0], _data_input(w, node))
 
@@ -1122,5 +1426,7 @@ _HANDLERS: dict[str, Callable[[_Walk, onnx.NodeProto], None]] = {
     "Transpose": _transpose, "DepthToSpace": _depth_to_space,
     "Resize": _resize, "Upsample": _resize, "Pad": _pad,
     "Softmax": _softmax, "LogSoftmax": _softmax,
+    "LayerNormalization": _layer_norm, "RMSNormalization": _layer_norm,
+    "GroupNormalization": _group_norm, "InstanceNormalization": _group_norm,
     **dict.fromkeys(("Identity", "Dropout", "Cast"), _forward),
 }

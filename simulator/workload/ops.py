@@ -1,9 +1,11 @@
 """Op arithmetic shared by the importers, so that every front end yields the same IR.
 
 MAC counts follow the usual convention (torchvision's and fvcore's): a convolution or linear layer
-counts one multiply-accumulate per weight use; bias additions, activations, pooling and
-elementwise arithmetic count none, except a standalone (unfolded) BatchNorm, which is one
-multiply-add per output element.
+counts one multiply-accumulate per weight use and a product of two activations (`OpKind.MATMUL`)
+one per pair of operand elements it multiplies (output elements x the shared dimension K); bias
+additions, activations, pooling, softmax, normalisations (`OpKind.NORM`: LayerNorm, GroupNorm,
+RMSNorm, whose statistics are reductions like pooling's) and elementwise arithmetic count none,
+except a standalone (unfolded) BatchNorm, which is one multiply-add per output element.
 """
 
 from __future__ import annotations
@@ -21,6 +23,9 @@ __all__ = [
     "conv_macs",
     "is_identity_window",
     "linear_macs",
+    "matmul_macs",
+    "matmul_shape",
+    "norm_param_shape",
 ]
 
 # Canonical lower-case names of elementwise unary functions, keyed by the spellings the torch
@@ -50,6 +55,43 @@ def conv_macs(output_shape: Shape, in_channels: int, groups: int, kernel: Sequen
 def linear_macs(output_shape: Shape, in_features: int) -> int:
     """MACs of a fully connected layer (or a matmul against a constant matrix)."""
     return math.prod(output_shape) * in_features
+
+
+def matmul_shape(a: Shape, b: Shape) -> Shape | None:
+    """Output shape of ``torch.matmul(a, b)`` (numpy's matmul: batch dimensions broadcast, a 1-D
+    operand promoted to a matrix and its dimension removed again), None when the shapes do not
+    multiply."""
+    if not a or not b:
+        return None
+    a2, b2 = (a if len(a) > 1 else (1, *a)), (b if len(b) > 1 else (*b, 1))
+    if a2[-1] != b2[-2]:
+        return None
+    batch_a, batch_b = a2[:-2], b2[:-2]
+    rank = max(len(batch_a), len(batch_b))
+    batch = []
+    for x, y in zip((1,) * (rank - len(batch_a)) + batch_a,
+                    (1,) * (rank - len(batch_b)) + batch_b, strict=True):
+        if x != y and 1 not in (x, y):
+            return None
+        batch.append(max(x, y))
+    out = (*batch, *(a2[-2:-1] if len(a) > 1 else ()), *(b2[-1:] if len(b) > 1 else ()))
+    return tuple(out)
+
+
+def matmul_macs(output_shape: Shape, a_shape: Shape) -> int:
+    """MACs of a product of two activations: every output element sums K products, K being
+    the last dimension of the first operand."""
+    return math.prod(output_shape) * int(a_shape[-1])
+
+
+def norm_param_shape(op: Op) -> Shape:
+    """Shape of the scale (and bias) of a `OpKind.NORM` op: one value per channel for a group
+    norm, the normalised shape (the dimensions of ``axes``) for a layer or RMS norm."""
+    out = op.output_shape
+    if op.op_type == "groupnorm":
+        return (int(out[1]),)
+    axes = op.attr("axes", (len(out) - 1,))
+    return tuple(int(out[a]) for a in (axes if isinstance(axes, tuple) else (axes,)))
 
 
 def adaptive_window(in_size: int, out_size: int) -> tuple[int, int]:

@@ -1,10 +1,12 @@
 """PyTorch front end: an `nn.Module` traced with torch.fx into a `ComputeGraph`.
 
-Tracing works at module granularity: each leaf module (conv, batchnorm, activation, pool, linear,
-...) and each tensor function (add, mul, cat, flatten, interpolate, ...) becomes one op; dropout,
-identity and no-op reshapes are removed, and ShuffleNet's view-transpose-view channel shuffle
-becomes one ``channel_shuffle`` op. A call whose tuple result is not a split (attention's
-``(out, weights)``, ``torch.max``'s ``(values, indices)``) is refused by name. docs/importers.md
+Tracing works at module granularity: each leaf module (conv, batchnorm, norm, activation, pool,
+linear, ...) and each tensor function (add, mul, cat, flatten, interpolate, matmul, ...) becomes
+one op; dropout, identity and no-op reshapes are removed, ShuffleNet's view-transpose-view
+channel shuffle becomes one ``channel_shuffle`` op, and scaled-dot-product and multi-head
+attention become their primitives (`decompose_attention`). A call whose tuple result is not a
+split (attention whose weights are read, ``torch.max``'s ``(values, indices)``) is refused by
+name. docs/importers.md
 lists what is converted (`simulator.workload.coverage`). BatchNorm that directly follows a
 convolution with no other consumer is folded into it numerically (`fold_batchnorm`), as ONNX
 inference exports do. Shapes come from running the traced module once, node by node, on a random
@@ -36,10 +38,11 @@ from simulator.workload.ops import (
     conv_macs,
     is_identity_window,
     linear_macs,
+    matmul_macs,
 )
 
-__all__ = ["check_input_shape", "fold_batchnorm", "from_torch", "from_torch_with_params",
-           "trace"]
+__all__ = ["check_input_shape", "decompose_attention", "fold_batchnorm", "from_torch",
+           "from_torch_with_params", "prepare", "trace"]
 
 Params = dict[str, dict[str, torch.Tensor]]  # as `simulator.workload.execute.Params`
 
@@ -118,8 +121,17 @@ _SHUFFLE_MODULES = ((nn.PixelShuffle, "pixel_shuffle"), (nn.PixelUnshuffle, "pix
 _SPLIT_FUNCS = {torch.chunk, torch.split, torch.tensor_split, torch.unbind}
 _SPLIT_METHODS = {"chunk", "split", "tensor_split", "unbind"}
 _SOFTMAX_METHODS = {"softmax": False, "log_softmax": True}  # name -> log
-_MATMUL_FUNCS = {torch.matmul, operator.matmul, torch.mm}
-_MATMUL_METHODS = {"matmul", "mm", "__matmul__"}
+_MATMUL_FUNCS = {torch.matmul, operator.matmul, torch.mm, torch.bmm}
+_MATMUL_METHODS = {"matmul", "mm", "bmm", "__matmul__"}
+# Normalisations (OpKind.NORM), by the op_type they become.
+_NORM_FUNCS: dict[Any, str] = {F.layer_norm: "layernorm", torch.layer_norm: "layernorm",
+                               F.group_norm: "groupnorm", torch.group_norm: "groupnorm",
+                               F.instance_norm: "groupnorm", F.rms_norm: "rmsnorm",
+                               torch.rms_norm: "rmsnorm"}
+_INSTANCE_NORMS = (nn.InstanceNorm1d, nn.InstanceNorm2d, nn.InstanceNorm3d)
+# Calls replaced by their primitives before conversion (`decompose_attention`).
+_ATTENTION_FUNCS = {F.scaled_dot_product_attention}
+_ATTENTION_MODULES = (nn.MultiheadAttention,)
 
 
 def check_input_shape(shape: Sequence[int] | str) -> tuple[int, ...]:
@@ -229,16 +241,32 @@ def _import(module: nn.Module, input_shape: Sequence[int] | str, name: str | Non
             with_params: bool) -> tuple[ComputeGraph, Params]:
     shape = check_input_shape(input_shape)
     name = name or type(module).__name__
-    gm = trace(module, name)
-    if fold_bn:
-        gm = _fold_batchnorm_in_place(gm)
-    _propagate_shapes(gm, shape, name)
+    gm = prepare(trace(module, name), shape, name, fold_bn)
     converter = _Converter(gm, name, allow_opaque, with_params)
     return converter.convert(), converter.params
 
 
+def prepare(gm: fx.GraphModule, shape: tuple[int, ...], name: str,
+            fold_bn: bool = True) -> fx.GraphModule:
+    """A traced module made ready for conversion, in place: BatchNorm folded (when `fold_bn`),
+    shapes recorded, and attention calls (``F.scaled_dot_product_attention``,
+    ``nn.MultiheadAttention``) replaced by their primitives (`decompose_attention`)."""
+    if fold_bn:
+        gm = _fold_batchnorm_in_place(gm)
+    _propagate_shapes(gm, shape, name)
+    if decompose_attention(gm):
+        _propagate_shapes(gm, shape, name)
+    return gm
+
+
 class _ShapeRecorder(fx.Interpreter):
-    """Runs the traced module node by node and records each tensor result's shape."""
+    """Runs the traced module node by node and records each tensor result's shape (and dtype),
+    and the value of each small tensor computed from constants only (the network input's
+    shape may enter it, its data may not: ViT's ``class_token.expand(n, -1, -1)``)."""
+
+    def __init__(self, gm: fx.GraphModule) -> None:
+        super().__init__(gm)
+        self.data_dependent: set[fx.Node] = set()
 
     def run_node(self, n: fx.Node) -> Any:
         try:
@@ -247,8 +275,17 @@ class _ShapeRecorder(fx.Interpreter):
             text = str(err).strip()
             first = text.splitlines()[0] if text else type(err).__name__
             raise _ShapeFailure(n.name, first) from err
+        n.meta.pop(_CONST, None)
+        if isinstance(result, torch.Tensor) or isinstance(result, (tuple, list)) and any(
+                isinstance(r, torch.Tensor) for r in result):
+            if n.op == "placeholder" or any(a in self.data_dependent for a in n.all_input_nodes):
+                self.data_dependent.add(n)
+            elif n.op != "get_attr" and isinstance(result, torch.Tensor) \
+                    and result.numel() <= _CONST_LIMIT:
+                n.meta[_CONST] = result.detach().clone()
         if isinstance(result, torch.Tensor):
             n.meta[_SHAPE] = tuple(int(d) for d in result.shape)
+            n.meta[_DTYPE] = result.dtype
         elif isinstance(result, (tuple, list)) and result and all(
                 isinstance(r, torch.Tensor) for r in result):
             n.meta[_SHAPE] = [tuple(int(d) for d in r.shape) for r in result]
@@ -271,8 +308,12 @@ class _ShapeFailure(Exception):
 
 
 _SHAPE = "fusion_dse_shape"
+_DTYPE = "fusion_dse_dtype"
 _INT = "fusion_dse_int"
 _MIXED = "fusion_dse_mixed"  # per item of a tuple result: its shape, or None for a non-tensor
+_CONST = "fusion_dse_const"  # the value of a tensor computed from constants only
+_NAME = "fusion_dse_name"  # the IR name of an op a decomposition inserted
+_CONST_LIMIT = 1 << 22  # larger computed constants are not kept (their ops cannot execute)
 
 
 def _propagate_shapes(gm: fx.GraphModule, shape: tuple[int, ...], name: str) -> None:
@@ -287,6 +328,197 @@ def _propagate_shapes(gm: fx.GraphModule, shape: tuple[int, ...], name: str) -> 
     except _ShapeFailure as err:
         raise InputShapeError(f"input shape {','.join(map(str, shape))} does not fit model "
                               f"{name!r}: at {err.node!r}: {err.message[:300]}") from None
+
+
+# --- attention as its primitives ----------------------------------------------------------------
+
+
+def decompose_attention(gm: fx.GraphModule) -> bool:
+    """Replace every ``F.scaled_dot_product_attention`` call and ``nn.MultiheadAttention``
+    module call of a shape-propagated module by its primitives, in place; True if any was.
+
+    Scaled dot-product attention becomes ``K^T`` (a transpose), ``Q @ K^T`` (a matmul), the
+    scaling (a multiplication by a scalar), the mask (an addition: ``is_causal``'s and a
+    boolean mask's as an additive constant of 0 and -inf), the softmax over the keys and
+    ``P @ V``. Multi-head attention adds the Q, K and V projections (three linear layers
+    holding the slices of ``in_proj_weight``), the split into heads (a reshape to
+    ``(..., L, h, d)`` and a permutation to ``(..., h, L, d)``), the merge of the heads and the
+    output projection. Dropout is the identity at inference. A call these primitives cannot
+    express (grouped-query attention, a key padding mask, ``add_bias_kv``, ``add_zero_attn``,
+    the averaged attention weights read, a boolean mask computed at run time) is left alone,
+    so it is refused by name.
+    """
+    modules = dict(gm.named_modules())
+    changed = False
+    for node in list(gm.graph.nodes):
+        if node.op == "call_function" and node.target in _ATTENTION_FUNCS:
+            changed |= _expand_sdpa(gm, node)
+        elif node.op == "call_module" and isinstance(modules.get(node.target),
+                                                     _ATTENTION_MODULES):
+            changed |= _expand_mha(gm, node, modules[node.target])
+    if changed:
+        gm.graph.lint()
+        gm.recompile()
+    return changed
+
+
+class _Inserter:
+    """Adds nodes before a call, each named ``prefix/part`` in the IR."""
+
+    def __init__(self, gm: fx.GraphModule, at: fx.Node, prefix: str) -> None:
+        self.gm, self.at, self.prefix = gm, at, prefix
+
+    def call(self, part: str, op: str, target: Any, *args: Any) -> fx.Node:
+        with self.gm.graph.inserting_before(self.at):
+            node = self.gm.graph.create_node(op, target, args, {})
+        node.meta[_NAME] = f"{self.prefix}/{part}"
+        return node
+
+    def constant(self, part: str, value: torch.Tensor) -> fx.Node:
+        """A get_attr of a new buffer holding `value`."""
+        base = "fusion_dse_" + "".join(c if c.isalnum() else "_" for c in f"{self.prefix}_{part}")
+        target, k = base, 1
+        while hasattr(self.gm, target):
+            target, k = f"{base}_{k}", k + 1
+        self.gm.register_buffer(target, value.detach().clone())
+        with self.gm.graph.inserting_before(self.at):
+            return self.gm.graph.get_attr(target)
+
+    def parameter(self, part: str, value: torch.Tensor | None) -> fx.Node | None:
+        """A get_attr of a new buffer holding `value` (None for None)."""
+        return None if value is None else self.constant(part, value)
+
+
+def _tensor_meta(arg: Any) -> tuple[tuple[int, ...], torch.dtype] | None:
+    if isinstance(arg, fx.Node) and isinstance(arg.meta.get(_SHAPE), tuple):
+        return arg.meta[_SHAPE], arg.meta.get(_DTYPE, torch.float32)
+    return None
+
+
+def _additive_mask(ins: _Inserter, mask: Any, true_takes_part: bool) -> fx.Node | object:
+    """The mask as a float tensor to add to the scores: itself when it is a float tensor; a
+    boolean constant as 0 / -inf (True takes part in scaled_dot_product_attention, is masked
+    out in nn.MultiheadAttention); `_NOT_CONST` for a boolean computed at run time."""
+    meta = _tensor_meta(mask)
+    if meta is None:
+        return _NOT_CONST
+    if meta[1] != torch.bool:
+        return mask
+    value = _const(ins.gm, mask)
+    if value is None:
+        return _NOT_CONST
+    excluded = ~value if true_takes_part else value
+    return ins.constant("mask", torch.zeros(value.shape).masked_fill(excluded, float("-inf")))
+
+
+def _attention_core(ins: _Inserter, q: fx.Node, k: fx.Node, v: fx.Node, scale: float,
+                    mask: fx.Node | None) -> fx.Node:
+    """softmax(Q K^T * scale + mask) V over the last two axes."""
+    k_t = ins.call("key_t", "call_function", torch.transpose, k, -2, -1)
+    scores = ins.call("scores", "call_function", torch.matmul, q, k_t)
+    scores = ins.call("scale", "call_function", operator.mul, scores, float(scale))
+    if mask is not None:
+        scores = ins.call("mask_add", "call_function", operator.add, scores, mask)
+    probs = ins.call("softmax", "call_function", torch.softmax, scores, -1)
+    return ins.call("context", "call_function", torch.matmul, probs, v)
+
+
+def _expand_sdpa(gm: fx.GraphModule, node: fx.Node) -> bool:
+    q, k, v = (_arg(node, i, key, None) for i, key in enumerate(("query", "key", "value")))
+    metas = [_tensor_meta(t) for t in (q, k, v)]
+    mask, causal = _arg(node, 3, "attn_mask", None), _arg(node, 5, "is_causal", False)
+    scale = node.kwargs.get("scale")
+    if any(m is None for m in metas) or node.kwargs.get("enable_gqa", False) \
+            or not isinstance(causal, bool) or (mask is not None and causal) \
+            or not (scale is None or isinstance(scale, (int, float))):
+        return False
+    ins = _Inserter(gm, node, node.name)
+    (q_shape, _), (k_shape, _) = metas[0], metas[1]
+    if causal:
+        length, keys = q_shape[-2], k_shape[-2]
+        allowed = torch.ones(length, keys, dtype=torch.bool).tril()
+        mask = ins.constant("causal_mask",
+                            torch.zeros(length, keys).masked_fill(~allowed, float("-inf")))
+    elif mask is not None:
+        mask = _additive_mask(ins, mask, true_takes_part=True)
+        if mask is _NOT_CONST:
+            return False
+    out = _attention_core(ins, q, k, v, 1 / math.sqrt(q_shape[-1]) if scale is None
+                          else float(scale), mask)
+    node.replace_all_uses_with(out)
+    gm.graph.erase_node(node)
+    return True
+
+
+def _mha_args(node: fx.Node) -> dict[str, Any]:
+    names = ("query", "key", "value", "key_padding_mask", "need_weights", "attn_mask",
+             "average_attn_weights", "is_causal")
+    defaults = (None, None, None, None, True, None, True, False)
+    return {key: _arg(node, i, key, d) for i, (key, d) in enumerate(zip(names, defaults,
+                                                                        strict=True))}
+
+
+def _expand_mha(gm: fx.GraphModule, node: fx.Node, mod: nn.MultiheadAttention) -> bool:
+    a = _mha_args(node)
+    metas = [_tensor_meta(a[key]) for key in ("query", "key", "value")]
+    users = list(node.users)
+    weights_read = any(u.op != "call_function" or u.target is not operator.getitem
+                       or u.args[1] not in (0, 1) or (u.args[1] == 1 and u.users)
+                       for u in users)
+    if any(m is None for m in metas) or a["key_padding_mask"] is not None or weights_read \
+            or mod.bias_k is not None or mod.bias_v is not None or mod.add_zero_attn \
+            or len({len(m[0]) for m in metas}) != 1 or len(metas[0][0]) not in (2, 3):
+        return False
+    q_shape = metas[0][0]
+    if a["attn_mask"] is not None and len(_tensor_meta(a["attn_mask"])[0]
+                                          if _tensor_meta(a["attn_mask"]) else ()) != 2:
+        return False  # a per-head (N * h, L, S) mask: not written
+    ins = _Inserter(gm, node, str(node.target))
+    mask = None
+    if a["attn_mask"] is not None:
+        mask = _additive_mask(ins, a["attn_mask"], true_takes_part=False)
+        if mask is _NOT_CONST:
+            return False
+    e, h = mod.embed_dim, mod.num_heads
+    d = e // h
+    if mod._qkv_same_embed_dim:
+        w = mod.in_proj_weight.detach()
+        weights = (w[:e], w[e:2 * e], w[2 * e:])
+    else:
+        weights = tuple(t.detach() for t in (mod.q_proj_weight, mod.k_proj_weight,
+                                             mod.v_proj_weight))
+    b = None if mod.in_proj_bias is None else mod.in_proj_bias.detach()
+    biases = (None, None, None) if b is None else (b[:e], b[e:2 * e], b[2 * e:])
+    rank = len(q_shape)
+    # (N, L, E) batch first, (L, N, E) sequence first, (L, E) unbatched -> (..., h, L, d)
+    if rank == 2:
+        to_heads, from_heads = (1, 0, 2), (1, 0, 2)
+    elif mod.batch_first:
+        to_heads, from_heads = (0, 2, 1, 3), (0, 2, 1, 3)
+    else:
+        to_heads, from_heads = (1, 2, 0, 3), (2, 0, 1, 3)
+    heads = []
+    for part, key, weight, bias in zip("qkv", ("query", "key", "value"), weights, biases,
+                                       strict=True):
+        x = a[key]
+        shape = _tensor_meta(x)[0]
+        proj = ins.call(f"{part}_proj", "call_function", F.linear, x,
+                        ins.parameter(f"{part}_weight", weight),
+                        ins.parameter(f"{part}_bias", bias))
+        split = ins.call(f"{part}_split", "call_method", "reshape", proj,
+                         (*shape[:-1], h, d))
+        heads.append(ins.call(f"{part}_heads", "call_method", "permute", split, to_heads))
+    context = _attention_core(ins, *heads, 1 / math.sqrt(d), mask)
+    merged = ins.call("merge", "call_method", "permute", context, from_heads)
+    merged = ins.call("concat_heads", "call_method", "reshape", merged, (*q_shape[:-1], e))
+    with gm.graph.inserting_before(node):
+        out = gm.graph.call_module(f"{node.target}.out_proj", (merged,))
+    for user in users:
+        if user.args[1] == 0:
+            user.replace_all_uses_with(out)
+        gm.graph.erase_node(user)
+    gm.graph.erase_node(node)
+    return True
 
 
 def _meta(node: Any) -> tuple[int, ...] | None:
@@ -439,7 +671,7 @@ class _Converter:
         self.tensor[node] = name
 
     def _op_name(self, node: fx.Node) -> str:
-        base = node.target if node.op == "call_module" else node.name
+        base = node.meta.get(_NAME) or (node.target if node.op == "call_module" else node.name)
         name, k = base, 1
         while name in self.used_names or self.builder.has(name):
             name, k = f"{base}#{k}", k + 1
@@ -532,7 +764,7 @@ class _Converter:
         return _ALIAS
 
     def _upsample(self, node: fx.Node, mod: nn.Upsample) -> dict[str, Any]:
-        return _resize_spec(mod.mode, mod.align_corners)
+        return _resize_spec(mod.mode, mod.align_corners, mod.size, mod.scale_factor)
 
     def _softmax(self, node: fx.Node, mod: nn.Module) -> dict[str, Any]:
         dim = -3 if isinstance(mod, nn.Softmax2d) else mod.dim
@@ -542,6 +774,27 @@ class _Converter:
         mode = {nn.ReflectionPad2d: "reflect", nn.ReplicationPad2d: "replicate",
                 nn.CircularPad2d: "circular"}.get(type(mod), "constant")
         return _pad_spec(node, tuple(mod.padding), mode, getattr(mod, "value", 0.0))
+
+    def _layer_norm(self, node: fx.Node, mod: nn.LayerNorm | nn.RMSNorm) -> dict[str, Any] | None:
+        rank = len(_shape(node))
+        n = len(mod.normalized_shape)
+        op_type = "layernorm" if isinstance(mod, nn.LayerNorm) else "rmsnorm"
+        return _norm_spec(op_type, tuple(range(rank - n, rank)), mod.eps, mod.weight,
+                          getattr(mod, "bias", None))
+
+    def _group_norm(self, node: fx.Node, mod: nn.Module) -> dict[str, Any] | None:
+        shape = _shape(node)
+        if isinstance(mod, nn.GroupNorm):
+            return _norm_spec("groupnorm", tuple(range(1, len(shape))), mod.eps, mod.weight,
+                              mod.bias, mod.num_groups)
+        if len(shape) != mod._get_no_batch_dim() + 1:
+            return None  # an unbatched input: its channels are the first axis
+        if mod.running_mean is not None:  # running statistics at inference: a BatchNorm
+            return {"kind": OpKind.BATCHNORM, "op_type": "batchnorm",
+                    "weight_elems": 2 * shape[1], "macs": math.prod(shape),
+                    "params": _bn_params(mod)}
+        return _norm_spec("groupnorm", tuple(range(1, len(shape))), mod.eps, mod.weight,
+                          mod.bias, shape[1])
 
     def _shuffle(self, node: fx.Node, mod: nn.Module) -> dict[str, Any]:
         attrs = {key: int(getattr(mod, key)) for key in _SHUFFLE_ATTRS if hasattr(mod, key)}
@@ -565,13 +818,9 @@ class _Converter:
         if t in _ALIAS_FUNCS or _is_stochastic_depth(t):
             return _ALIAS
         if t in _CAT_FUNCS:
-            dim = _arg(node, 1, "dim", 0)
-            # operands computed from parameters (ViT's class token) count as weights
-            consts = [n for n in _flat_nodes(node.args) if n not in self.tensor]
-            return {"kind": OpKind.CONCAT, "op_type": "concat",
-                    "weight_elems": sum(math.prod(_meta(n) or ()) for n in consts
-                                        if _meta(n) is not None),
-                    "attrs": {"axis": int(dim) % len(_shape(node))}}
+            return self._cat(node)
+        if t in _NORM_FUNCS:
+            return self._f_norm(node, _NORM_FUNCS[t])
         if t in _PERMUTE_FUNCS:
             return _permute_spec(node, _PERMUTE_FUNCS[t], t.__name__)
         if t is getattr and node.args[1] in _PERMUTE_ATTRS:
@@ -604,6 +853,24 @@ class _Converter:
         if m in _MATMUL_METHODS:
             return self._f_matmul(node)
         return None
+
+    def _cat(self, node: fx.Node) -> dict[str, Any]:
+        """A concatenation; operands computed from parameters (ViT's class token) count as
+        weights, and their positions and values travel as ``const_at`` and ``const{k}``."""
+        dim = _arg(node, 1, "dim", 0)
+        operands = list(_arg(node, 0, "tensors", ()))
+        consts = [(k, n) for k, n in enumerate(operands) if n not in self.tensor]
+        spec: dict[str, Any] = {
+            "kind": OpKind.CONCAT, "op_type": "concat",
+            "weight_elems": sum(math.prod(_meta(n) or ()) for _, n in consts
+                                if _meta(n) is not None),
+            "attrs": {"axis": int(dim) % len(_shape(node))}}
+        values = [_const(self.gm, n) for _, n in consts]
+        if consts and all(v is not None for v in values):
+            spec["attrs"].update(const_at=tuple(k for k, _ in consts),
+                                 const_shapes=tuple(tuple(v.shape) for v in values))
+            spec["params"] = {f"const{k}": v for k, v in enumerate(values)}
+        return spec
 
     def _arith(self, node: fx.Node, op_type: str) -> dict[str, Any] | None:
         tensors = self._tensor_inputs(node)
@@ -652,7 +919,27 @@ class _Converter:
 
     def _f_interpolate(self, node: fx.Node) -> dict[str, Any]:
         mode = _arg(node, 3, "mode", "nearest")
-        return _resize_spec(mode, _arg(node, 4, "align_corners", None))
+        size = _arg(node, 1, "size", None)
+        return _resize_spec(mode, _arg(node, 4, "align_corners", None), size,
+                            _arg(node, 2, "scale_factor", None), self._size_source(size))
+
+    def _size_source(self, size: Any) -> str | None:
+        """The IR tensor whose spatial size an interpolation's `size` argument is
+        (``t.shape[-2:]``, ``t.size()[2:]``), for symbolic shapes (`simulator.workload.rdp`)."""
+        if not (isinstance(size, fx.Node) and size.op == "call_function"
+                and size.target is operator.getitem and isinstance(size.args[1], slice)):
+            return None
+        shape_of = size.args[0]
+        if not isinstance(shape_of, fx.Node) or not (
+                shape_of.op == "call_function" and shape_of.target is getattr
+                and shape_of.args[1] == "shape"
+                or shape_of.op == "call_method" and shape_of.target == "size"
+                and len(shape_of.args) == 1):
+            return None
+        tensor, rank = shape_of.args[0], len(_meta(shape_of.args[0]) or ())
+        if tensor not in self.tensor or tuple(range(rank)[size.args[1]]) != (rank - 2, rank - 1):
+            return None
+        return self.tensor[tensor]
 
     def _f_pad(self, node: fx.Node) -> dict[str, Any]:
         pad = node.args[1] if len(node.args) > 1 else node.kwargs["pad"]
@@ -688,13 +975,50 @@ class _Converter:
 
     def _f_matmul(self, node: fx.Node) -> dict[str, Any] | None:
         """``x @ W`` with a constant matrix W is a linear layer (weight W^T); a product of two
-        activations (attention's scores) is refused."""
-        x, other = node.args[0], node.args[1] if len(node.args) > 1 else None
+        activations (attention's scores) is a matmul; a constant first operand is refused."""
+        x = _arg(node, 0, "input", None)
+        other = _arg(node, 1, "other", node.kwargs.get("mat2"))
+        if x in self.tensor and other in self.tensor:
+            return {"kind": OpKind.MATMUL, "op_type": "matmul",
+                    "macs": matmul_macs(_shape(node), _shape(x))}
         w = _const(self.gm, other)
         if x not in self.tensor or w is None or w.dim() != 2:
             return None
         return {"kind": OpKind.LINEAR, "op_type": "linear", "weight_elems": int(w.numel()),
                 "macs": linear_macs(_shape(node), int(w.shape[0])), "params": {"weight": w.T}}
+
+    def _f_norm(self, node: fx.Node, op_type: str) -> dict[str, Any] | None:
+        """F.layer_norm / group_norm / instance_norm / rms_norm with constant scale and bias."""
+        rank = len(_shape(node))
+        a = _normalized(node, self.gm)
+        args = [self._gm_value(a.get(key)) for key in ("weight", "bias")]
+        if any(v is _NOT_CONST for v in args):
+            return None
+        weight, bias = args
+        if op_type == "groupnorm" and node.target is F.instance_norm:
+            if not a.get("use_input_stats", True):
+                return None  # running statistics: a BatchNorm, not written
+            groups = _shape(node)[1]
+        elif op_type == "groupnorm":
+            groups = a.get("num_groups")
+        if op_type == "groupnorm":
+            return _norm_spec(op_type, tuple(range(1, rank)), a.get("eps", 1e-5), weight,
+                              bias, groups)
+        normalized = a.get("normalized_shape")
+        normalized = (normalized,) if isinstance(normalized, int) else normalized
+        if not isinstance(normalized, (tuple, list)) or not 0 < len(normalized) <= rank:
+            return None
+        eps = a.get("eps", 1e-5 if op_type == "layernorm" else None)
+        return _norm_spec(op_type, tuple(range(rank - len(normalized), rank)), eps, weight,
+                          bias if op_type == "layernorm" else None)
+
+    def _gm_value(self, arg: Any) -> torch.Tensor | None | object:
+        """The constant tensor `arg` names, None for None, `_NOT_CONST` for an activation or
+        any other value."""
+        if arg is None:
+            return None
+        value = _const(self.gm, arg)
+        return _NOT_CONST if value is None else value
 
     def _f_linear(self, node: fx.Node) -> dict[str, Any] | None:
         a = _normalized(node, self.gm)
@@ -721,6 +1045,8 @@ _MODULE_HANDLERS: list[tuple[Any, Callable[..., Any]]] = [
     ((nn.ZeroPad2d, nn.ConstantPad2d, nn.ReflectionPad2d, nn.ReplicationPad2d,
       nn.CircularPad2d), _Converter._pad),
     ((nn.PixelShuffle, nn.PixelUnshuffle, nn.ChannelShuffle), _Converter._shuffle),
+    ((nn.LayerNorm, nn.RMSNorm), _Converter._layer_norm),
+    ((nn.GroupNorm, *_INSTANCE_NORMS), _Converter._group_norm),
 ]
 _FUNCTION_HANDLERS: dict[Any, Callable[..., Any]] = {
     F.adaptive_avg_pool2d: _Converter._f_adaptive_pool,
@@ -1025,10 +1351,45 @@ def _softmax_spec(node: fx.Node, dim: Any, log: bool) -> dict[str, Any] | None:
     return {"kind": OpKind.SOFTMAX, "op_type": "softmax", "attrs": attrs}
 
 
-def _resize_spec(mode: Any, align_corners: Any) -> dict[str, Any]:
+_NOT_CONST = object()  # an argument that is neither None nor a constant tensor
+
+
+def _norm_spec(op_type: str, axes: tuple[int, ...], eps: Any, weight: torch.Tensor | None,
+               bias: torch.Tensor | None, groups: Any = None) -> dict[str, Any] | None:
+    """A NORM op over `axes` (None when an argument is not a constant of the expected kind).
+
+    An RMS norm without eps uses the float32 machine epsilon, as torch does for float32 input.
+    """
+    if eps is None and op_type == "rmsnorm":
+        eps = torch.finfo(torch.float32).eps
+    if not isinstance(eps, (int, float)) or (weight is None and bias is not None):
+        return None  # a computed eps, or a shift without a scale (no IR parameter format)
+    attrs: dict[str, Any] = {"eps": float(eps), "axes": axes, "affine": weight is not None}
+    if op_type == "groupnorm":
+        if not isinstance(groups, int) or groups < 1:
+            return None
+        attrs["groups"] = int(groups)
+    return {"kind": OpKind.NORM, "op_type": op_type, "attrs": attrs,
+            "weight_elems": sum(int(t.numel()) for t in (weight, bias) if t is not None),
+            "params": {"weight": weight, "bias": bias}}
+
+
+def _resize_spec(mode: Any, align_corners: Any, size: Any = None, scale: Any = None,
+                 size_of: str | None = None) -> dict[str, Any]:
+    """A resize op; what its output size follows is recorded for symbolic shapes: ``size_of``
+    (the tensor whose spatial size it takes), a constant ``size``, or a ``scale``."""
     attrs: dict[str, Any] = {"mode": str(mode)}
     if align_corners:
         attrs["align_corners"] = True
+    if size_of is not None:
+        attrs["size_of"] = size_of
+    elif isinstance(size, int) or isinstance(size, (tuple, list)) and size and all(
+            isinstance(v, int) for v in size):
+        attrs["size"] = (size, size) if isinstance(size, int) else tuple(int(v) for v in size)
+    elif isinstance(scale, (int, float)) or isinstance(scale, (tuple, list)) and scale and all(
+            isinstance(v, (int, float)) for v in scale):
+        pair = (scale, scale) if isinstance(scale, (int, float)) else tuple(scale)
+        attrs["scale"] = tuple(float(v) for v in pair)
     return {"kind": OpKind.RESIZE, "op_type": "resize", "attrs": attrs}
 
 
@@ -1110,11 +1471,15 @@ def _normalized(node: fx.Node, gm: fx.GraphModule) -> dict[str, Any]:
 
 
 def _const(gm: fx.GraphModule, arg: Any) -> torch.Tensor | None:
+    """The value of a constant tensor argument: a parameter or buffer, or a tensor computed
+    from constants only (recorded by `_ShapeRecorder`); None for anything else."""
     if isinstance(arg, fx.Node) and arg.op == "get_attr":
         value = gm
         for part in str(arg.target).split("."):
             value = getattr(value, part)
         return value if isinstance(value, torch.Tensor) else None
+    if isinstance(arg, fx.Node):
+        return arg.meta.get(_CONST)
     return None
 
 

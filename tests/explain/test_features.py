@@ -12,6 +12,7 @@ from torch_geometric.data import Batch, Data
 from explain.batch import PackedGraphs, content_ids
 from explain.features import (
     FEATURE_SCHEMA,
+    KIND_ALIASES,
     KINDS,
     NUM_BASE,
     NUM_FEATURES,
@@ -32,7 +33,8 @@ def lg(x: float) -> float:
 
 
 def test_schema_covers_every_op_kind_once():
-    assert sorted(KINDS) == sorted(OpKind)
+    assert sorted({*KINDS, *KIND_ALIASES}) == sorted(OpKind)
+    assert not set(KINDS) & set(KIND_ALIASES) and set(KIND_ALIASES.values()) <= set(KINDS)
     assert len(FEATURE_SCHEMA) == NUM_FEATURES == NUM_BASE + 1 + NUM_SIZES
     assert len(set(COL)) == NUM_FEATURES
 
@@ -108,6 +110,26 @@ def test_head_shapes_of_flat_tensors(head):
     assert x[2, COL["out_channels"]] == pytest.approx(lg(32))
     assert x[2, COL["out_height"]] == pytest.approx(lg(1)) and x[3, COL["kind_linear"]] == 1
     assert x[0, COL["dilation"]] == 1 and x[0, COL["stride_w"]] == 1
+
+
+def test_new_kinds_take_the_slot_of_their_alias_and_the_row_model_line_buffer():
+    from simulator.workload.builder import GraphBuilder
+
+    b = GraphBuilder("block")
+    b.add_input("x", (1, 8, 6, 6))
+    b.add_op("ln", OpKind.NORM, "layernorm", ["x"], (1, 8, 6, 6), weight_elems=16,
+             attrs={"axes": (1,), "eps": 1e-5, "affine": True})
+    b.add_op("gn", OpKind.NORM, "groupnorm", ["ln"], (1, 8, 6, 6), weight_elems=16,
+             attrs={"axes": (1, 2, 3), "groups": 2, "eps": 1e-5, "affine": True})
+    b.add_op("mm", OpKind.MATMUL, "matmul", ["ln", "gn"], (1, 8, 6, 6), macs=8 * 36 * 6)
+    graph = b.build(["mm"])
+    x = encode_group(graph, [0, 1, 2]).base
+    assert x[0, COL["kind_batchnorm"]] == x[1, COL["kind_batchnorm"]] == 1
+    assert x[2, COL["kind_linear"]] == 1 and x[:, :len(KINDS)].sum() == 3
+    row = 8 * 6
+    assert line_buffer_elems(graph[0]) == row  # per pixel over the channels
+    assert line_buffer_elems(graph[1]) == 6 * row  # statistics over the map
+    assert line_buffer_elems(graph[2]) == 2 * 6 * row  # both operands whole
 
 
 @pytest.mark.parametrize("ops", [[], [0, 0], [0, 9], [-1]])

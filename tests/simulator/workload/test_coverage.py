@@ -95,14 +95,15 @@ def test_a_handler_the_table_does_not_describe_is_an_error(monkeypatch):
         torch_entries()
 
 
-@pytest.mark.parametrize(("module", "name"), [
-    (nn.LayerNorm(5), "LayerNorm"), (nn.GroupNorm(2, 4), "GroupNorm"),
-    (nn.InstanceNorm2d(4), "InstanceNorm2d"), (nn.ConvTranspose2d(4, 4, 2), "ConvTranspose2d"),
+@pytest.mark.parametrize(("module", "name", "shape"), [
+    (nn.Softmin(1), "Softmin", (1, 4, 5, 5)), (nn.GLU(1), "GLU", (1, 4, 5, 5)),
+    (nn.InstanceNorm2d(4), "InstanceNorm2d", (4, 5, 5)),  # unbatched: channels first
+    (nn.ConvTranspose2d(4, 4, 2), "ConvTranspose2d", (1, 4, 5, 5)),
 ])
-def test_modules_the_table_lists_as_refused_are_refused_by_name(module, name):
+def test_modules_the_table_lists_as_refused_are_refused_by_name(module, name, shape):
     assert any(k.startswith(f"nn.{name}") for k in coverage.REFUSED_TORCH)
     with pytest.raises(UnsupportedOpError, match=f"unsupported op {name} at node"):
-        from_torch(nn.Sequential(nn.ReLU(), module), (1, 4, 5, 5))
+        from_torch(nn.Sequential(nn.ReLU(), module), shape)
 
 
 def test_survey_names_every_refused_op_and_counts_the_rest():
@@ -110,16 +111,18 @@ def test_survey_names_every_refused_op_and_counts_the_rest():
         def __init__(self) -> None:
             super().__init__()
             self.conv = nn.Conv2d(4, 4, 3, padding=1)
+            self.softmin = nn.Softmin(1)
             self.norm = nn.GroupNorm(2, 4)
-            self.ln = nn.LayerNorm(5)
+            self.up = nn.ConvTranspose2d(4, 4, 1)
 
         def forward(self, x: torch.Tensor) -> torch.Tensor:
-            return self.ln(self.norm(nn.functional.gelu(self.conv(x)))).flatten(1)
+            y = self.norm(self.softmin(nn.functional.gelu(self.conv(x))))
+            return self.up(y).flatten(1)
 
     survey = survey_torch(Block(), (1, 4, 5, 5))
-    assert not survey.imports and survey.refused == ("GroupNorm", "LayerNorm")
+    assert not survey.imports and survey.refused == ("Softmin", "ConvTranspose2d")
     assert [op.kind.value for op in survey.graph] == ["conv", "eltwise_unary", "opaque",
-                                                      "opaque", "reshape"]
+                                                      "norm", "opaque", "reshape"]
     clean = survey_torch(nn.Sequential(nn.Conv2d(3, 4, 3), nn.Dropout(), nn.Mish()),
                          (1, 3, 8, 8))
     assert clean.imports and clean.refused == () and len(clean.graph) == 2

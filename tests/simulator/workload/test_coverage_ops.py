@@ -225,26 +225,31 @@ def test_matmul_with_a_constant_matrix_is_linear():
     torch.testing.assert_close(execute(graph, params, x)[0], module(x).detach())
 
 
-def test_product_of_two_activations_is_refused_by_name():
-    class Scores(nn.Module):
+def test_product_with_a_constant_first_operand_is_refused_by_name():
+    class Left(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.w = nn.Parameter(torch.randn(6, 6))
+
         def forward(self, x: torch.Tensor) -> torch.Tensor:
-            return x @ x.transpose(-1, -2)
+            return self.w @ x
 
     with pytest.raises(UnsupportedOpError, match="unsupported op matmul"):
-        from_torch(Scores(), X4)
+        from_torch(Left(), X4)
 
 
 def test_tuple_results_no_ir_op_computes_are_refused_by_name():
-    """nn.MultiheadAttention returns (out, None): it was silently dropped (its getitem refused
-    instead); torch.max(x, dim) returns (values, indices): it was sliced silently."""
+    """nn.MultiheadAttention whose averaged attention weights are read (no IR op computes
+    them) was silently dropped before (its getitem refused instead); torch.max(x, dim) returns
+    (values, indices): it was sliced silently."""
     class Attend(nn.Module):
         def __init__(self) -> None:
             super().__init__()
             self.attn = nn.MultiheadAttention(6, 2, batch_first=True)
 
         def forward(self, x: torch.Tensor) -> torch.Tensor:
-            out, _ = self.attn(x, x, x, need_weights=False)
-            return out
+            out, weights = self.attn(x, x, x)
+            return out[..., :4] * weights
 
     class Max(nn.Module):
         def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -256,8 +261,9 @@ def test_tuple_results_no_ir_op_computes_are_refused_by_name():
         from_torch(Max(), X4)
     with pytest.warns(UserWarning, match="opaque"):
         graph = from_torch(Attend(), X3, allow_opaque=True)
-    assert [(op.kind, op.op_type, op.output_shape) for op in graph] == [
-        (OpKind.OPAQUE, "multiheadattention", X3)]
+    assert [(op.kind, op.op_type, op.output_shape) for op in graph][:2] == [
+        (OpKind.OPAQUE, "multiheadattention", X3), (OpKind.OPAQUE, "multiheadattention",
+                                                    (2, 4, 4))]
     assert graph[0].weight_elems == sum(p.numel() for p in Attend().parameters())
 
 

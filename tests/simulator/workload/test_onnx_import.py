@@ -217,10 +217,15 @@ def test_gemm_trans_a(tmp_path: Path) -> None:
     assert (g[0].output_shape, g[0].weight_elems, g[0].macs) == ((2, 3), 18, 2 * 3 * 6)
 
 
-def test_matmul_of_two_activations_is_unsupported(tmp_path: Path) -> None:
+def test_matmul_of_two_activations_is_a_matmul_and_a_constant_first_operand_is_refused(
+        tmp_path: Path) -> None:
     node = helper.make_node("MatMul", ["x", "x"], ["y"], name="mm")
-    with pytest.raises(UnsupportedOpError, match="'MatMul'.*activations.*'mm'"):
-        _import(tmp_path, _model([node], [_vi("x", [4, 4])], ["y"]))
+    g = _import(tmp_path, _model([node], [_vi("x", [4, 4])], ["y"]))
+    assert (g[0].kind, g[0].inputs, g[0].weight_elems, g[0].macs) == (
+        OpKind.MATMUL, (-1, -1), 0, 4 * 4 * 4)
+    node = helper.make_node("MatMul", ["w", "x"], ["y"], name="wx")
+    with pytest.raises(UnsupportedOpError, match="'MatMul'.*constant.*'wx'"):
+        _import(tmp_path, _model([node], [_vi("x", [3, 4])], ["y"], [_init("w", 6, 3)]))
 
 
 def test_resize_pad_concat_split(tmp_path: Path) -> None:
