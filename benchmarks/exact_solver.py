@@ -1,6 +1,6 @@
 """Speed of the exact solver over the zoo, and the gap of the segment DP to the optimum.
 
-Issue [exact] goals: every zoo network x {64, 128, 256, 512 KiB, 1, 2 MiB} x {LBDF, BRR} on the
+Issue [exact] goals: every CNN zoo network x {64, 128, 256, 512 KiB, 1, 2 MiB} x {LBDF, BRR} on the
 edge-npu preset solved exactly, p95 <= 3 s and max <= 20 s per instance (enumeration + DP on a
 cold cost cache). Per instance it prints the time, the candidate sets, the sets the lazy DP
 costed, the down-sets expanded, the optimum DRAM and the segment DP's gap to it; the optimum
@@ -28,7 +28,7 @@ from search.exact import optimum
 from simulator.cost import CostCache, evaluate_plan
 from simulator.hw import load_hw
 from simulator.workload.loader import load_zoo
-from simulator.workload.zoo import zoo_names
+from simulator.workload.zoo import CNN, zoo_names
 
 BUFFERS = ("64KiB", "128KiB", "256KiB", "512KiB", "1MiB", "2MiB")
 
@@ -88,7 +88,7 @@ def markdown(rows: list[dict]) -> str:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--models", default=",".join(zoo_names()))
+    p.add_argument("--models", default=",".join(zoo_names(CNN)))
     p.add_argument("--schemes", default="lbdf,brr")
     p.add_argument("--buffers", default=",".join(BUFFERS))
     p.add_argument("--time-limit", type=float, default=None,

@@ -1,6 +1,6 @@
 """The smallest on-chip buffer at which every op of a network is fuseable (fits alone).
 
-For each zoo network and dataflow, bisects (to 1 KiB) the buffer below which some op does not
+For each CNN zoo network and dataflow, bisects (to 1 KiB) the buffer below which some op does not
 fit even alone (`CostCache.unfusable` is not empty: such an op runs layer by layer, tiled to
 the buffer), and prints the op that needs the most. Whether one op fits is monotone in the
 buffer (a larger buffer admits every configuration a smaller one does), so bisection is exact
@@ -19,7 +19,7 @@ from simulator.cost import COST_MODELS
 from simulator.hw import load_hw
 from simulator.scheme import Scheme
 from simulator.workload.loader import load_zoo
-from simulator.workload.zoo import zoo_names
+from simulator.workload.zoo import CNN, zoo_names
 
 KIB = 1024
 TOP = 1 << 30  # 1 GiB: past every zoo network's largest op
@@ -55,7 +55,7 @@ def smallest_buffer(graph, scheme: Scheme, overrides: dict[str, str]) -> tuple[i
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--models", default=",".join(zoo_names()))
+    p.add_argument("--models", default=",".join(zoo_names(CNN)))
     p.add_argument("--json", help="also write the rows as JSON here")
     args = p.parse_args()
     settings = [("lbdf (pixel)", Scheme.LBDF, {"lbdf_buffer": "pixel"}),

@@ -1,6 +1,6 @@
 """Effect of the graph stages on the best plan: issue [graph-stages] item 5.
 
-For every zoo network x {LBDF, BRR} x {128 KiB, 256 KiB, 2 MiB} (edge-npu preset) and every
+For every CNN zoo network x {LBDF, BRR} x {128 KiB, 256 KiB, 2 MiB} (edge-npu preset) and every
 stage setting (none, fuse, fission, fuse+fission, all by default), the graph is rewritten by
 `search.substitution.stages.run_stages` and its optimal plan solved exactly
 (`search.exact.optimum`, capped by --time-limit; a capped cell is marked). Per cell it prints
@@ -29,7 +29,7 @@ from search.substitution.stages import run_stages
 from simulator.cost import CostCache, evaluate_plan
 from simulator.hw import load_hw
 from simulator.workload.loader import load_zoo
-from simulator.workload.zoo import zoo_names
+from simulator.workload.zoo import CNN, zoo_names
 
 BUFFERS = ("128KiB", "256KiB", "2MiB")
 STAGE_SETS = ("none", "fuse", "fission", "fuse+fission", "all")
@@ -97,7 +97,7 @@ def markdown(rows: list[dict]) -> str:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--models", default=",".join(zoo_names()))
+    p.add_argument("--models", default=",".join(zoo_names(CNN)))
     p.add_argument("--schemes", default="lbdf,brr")
     p.add_argument("--buffers", default=",".join(BUFFERS))
     p.add_argument("--stages", default=",".join(STAGE_SETS),

@@ -1,6 +1,6 @@
 """Simulator vs analytic models across the zoo, and simulator speed (prints figures).
 
-For every zoo network, LBDF and BRR (BRR only where it applies) at 256 KiB and 2 MiB: a valid
+For every CNN zoo network, LBDF and BRR (BRR only where it applies) at 256 KiB and 2 MiB: a valid
 fused plan (segments grown while they fit) and the layer-by-layer plan are simulated; printed:
 DRAM mismatch (bytes), worst peak-occupancy deviation from F_beta (bytes and relative), and the
 range of analytic/simulated cycles. Speed: simulated events/s, and a whole ResNet-50 LBDF plan.
@@ -19,7 +19,7 @@ from simulator.engine import simulate
 from simulator.hw import load_hw
 from simulator.plan import layer_by_layer, segment_plan
 from simulator.workload.loader import load_zoo
-from simulator.workload.zoo import ZOO
+from simulator.workload.zoo import CNN, zoo_names
 
 
 def fitting_segments(graph, cache, rng, longest=10):
@@ -41,7 +41,7 @@ def fitting_segments(graph, cache, rng, longest=10):
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--networks", default=",".join(ZOO))
+    p.add_argument("--networks", default=",".join(zoo_names(CNN)))
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args()
     rng = random.Random(args.seed)

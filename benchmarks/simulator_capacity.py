@@ -1,7 +1,7 @@
 """The simulator never holds more than the buffer, on the whole zoo (issue 15; prints figures,
 asserts none).
 
-For every zoo network at 64 KiB, 128 KiB, 256 KiB and 2 MiB, under LBDF and BRR, two plans
+For every CNN zoo network at 64 KiB, 128 KiB, 256 KiB and 2 MiB, under LBDF and BRR, two plans
 (the layer-by-layer plan and the segment-DP plan of `search.baselines.segment_dp`) are costed
 and simulated. Each row prints the simulated peak next to the buffer, the largest gap between
 a group's simulated peak and its analytic F_beta, the analytic and the simulated DRAM, and how
@@ -23,14 +23,14 @@ from simulator.engine import SimulationError, simulate
 from simulator.hw import format_size, load_hw
 from simulator.plan import layer_by_layer
 from simulator.workload.loader import load_zoo
-from simulator.workload.zoo import zoo_names
+from simulator.workload.zoo import CNN, zoo_names
 
 STREAMED = "rows streamed (fits as a single-op LBDF group)"
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--networks", default=",".join(zoo_names()))
+    p.add_argument("--networks", default=",".join(zoo_names(CNN)))
     p.add_argument("--buffers", default="64KiB,128KiB,256KiB,2MiB")
     p.add_argument("--schemes", default="lbdf,brr")
     p.add_argument("--plans", default="lbl,dp")

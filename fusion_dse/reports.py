@@ -19,11 +19,14 @@ MODELS_FORMAT = "fusion-dse.models"
 def zoo_row(name: str, dtype_bytes: int = 1) -> dict[str, Any]:
     """Size and cost figures of one zoo network (the `fusion-dse models` row)."""
     from simulator.workload.loader import load_zoo, zoo_module  # torch: only when needed
+    from simulator.workload.zoo import ZOO
 
     graph = load_zoo(name)
     params = sum(p.numel() for p in zoo_module(name).parameters())
     return {
         "name": name,
+        "kind": ZOO[name].kind,
+        "family": ZOO[name].family,
         "input_shape": "x".join(str(d) for d in graph.input_shapes[0]),
         "ops": len(graph),
         "convs": graph.count(OpKind.CONV, OpKind.DWCONV),

@@ -152,6 +152,11 @@ _MHA_NOTE = ("as its primitives: the Q, K, V projections (three linear ops holdi
              "out_proj (linear); batch-first, sequence-first and unbatched inputs; a key padding "
              "mask, a per-head mask, add_bias_kv, add_zero_attn and reading the attention "
              "weights are refused")
+_ENCODER_LAYER_NOTE = ("traced into (with the attention fast path off): its LayerNorms "
+                       "(norm), linear1 and linear2 (linear), the activation, the residual adds "
+                       "(eltwise_binary) and its nn.MultiheadAttention as above; post-norm "
+                       "(norm_first=False) and pre-norm; dropout is the identity; src_mask and "
+                       "src_key_padding_mask follow nn.MultiheadAttention's rules")
 _BINARY_NOTE = ("two tensors: eltwise_binary; a tensor and a constant: eltwise_unary with attr "
                 "scalar or a const tensor")
 
@@ -211,6 +216,8 @@ def _torch_modules() -> list[Entry]:
                      "the identity at inference"))
     out += [Entry("torch", "module", _PRIMITIVES, "", _module_name(cls), _MHA_NOTE)
             for cls in ti._ATTENTION_MODULES]
+    out += [Entry("torch", "module", "norm, " + _PRIMITIVES + ", eltwise_binary", "",
+                  _module_name(cls), _ENCODER_LAYER_NOTE) for cls in ti._TRACED_MODULES]
     return out
 
 

@@ -41,15 +41,15 @@ def resolve_zoo_name(name: str) -> str | None:
     return next((k for k in ZOO if _canonical(k) == wanted), None)
 
 
-def _split_resolution(spec: str) -> tuple[str, tuple[int, int] | None]:
+def _split_resolution(spec: str) -> tuple[str, tuple[int, ...] | None]:
+    """``name@H`` or ``name@HxW`` -> (name, (H,) or (H, W)); (spec, None) without ``@``."""
     m = _RESOLUTION.match(spec)
     if not m:
         return spec, None
-    h = int(m["h"])
-    w = int(m["w"]) if m["w"] else h
-    if h <= 0 or w <= 0:
+    values = (int(m["h"]),) if m["w"] is None else (int(m["h"]), int(m["w"]))
+    if min(values) <= 0:
         raise InputShapeError(f"resolution in {spec!r} must be positive")
-    return m["name"], (h, w)
+    return m["name"], values
 
 
 def zoo_module(name: str):  # noqa: ANN201 - returns torch.nn.Module; torch typed lazily
@@ -72,7 +72,12 @@ def load_zoo(name: str, input_shape: Sequence[int] | None = None) -> ComputeGrap
 @lru_cache(maxsize=32)
 def _zoo_graph(key: str, shape: tuple[int, ...]) -> ComputeGraph:
     entry: ZooEntry = ZOO[key]
-    return from_torch(entry.factory(), shape, name=key)
+    try:
+        module = entry.build(shape)
+    except ValueError as err:  # a model built for its input shape: ViT's patches
+        raise InputShapeError(f"input shape {','.join(map(str, shape))} does not fit model "
+                              f"{key!r}: {err}") from None
+    return from_torch(module, shape, name=key)
 
 
 def load(spec: str, input_shape: Sequence[int] | str | None = None, *,
@@ -80,9 +85,10 @@ def load(spec: str, input_shape: Sequence[int] | str | None = None, *,
     """Load a network given by zoo name, ONNX path, graph JSON path or ``module:callable``.
 
     Args:
-        spec: What to load; a zoo name may carry a resolution (``resnet50@320``).
+        spec: What to load; a zoo name may carry a resolution (``resnet50@320``,
+            ``resnet50@320x240``) or, for BERT, a sequence length (``bert_base@512``).
         input_shape: Overrides the input shape (N,C,H,W); a resolution in `spec` overrides H,W
-            of the zoo's default shape.
+            (L) of it or of the zoo's default shape.
         allow_opaque: Import unsupported ops as opaque ops instead of failing.
 
     Raises:
@@ -96,8 +102,10 @@ def load(spec: str, input_shape: Sequence[int] | str | None = None, *,
     key = resolve_zoo_name(base)
     if key is not None:
         if resolution is not None:
-            n, c = (shape or ZOO[key].input_shape)[:2]
-            shape = (n, c, *resolution)
+            try:
+                shape = ZOO[key].shape_at(resolution, shape)
+            except ValueError as err:
+                raise InputShapeError(f"model {spec!r}: {err}") from None
         return load_zoo(key, shape)
     if resolution is not None:
         raise _unknown(base)

@@ -608,6 +608,11 @@ def _concat(ctx: _Context, op: Op, ins: tuple[SymShape, ...]) -> tuple[SymShape,
         for i in range(rank):
             if i != axis:
                 out[i] = _unify(ctx, op, out[i], other[i], f"inputs' axis {i}")
+    for const in op.attr("const_shapes") or ():  # a constant operand (ViT's class token)
+        for i in range(rank):
+            if i != axis:
+                out[i] = _unify(ctx, op, out[i], sympy.Integer(const[i]),
+                                f"constant operand's axis {i}")
     extra = op.output_shape[axis] - sum(s[axis] for s in op.input_shapes)  # constant operands
     out[axis] = sympy.Add(*(s[axis] for s in ins)) + extra
     return tuple(out), "concat"

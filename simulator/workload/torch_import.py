@@ -147,17 +147,36 @@ def check_input_shape(shape: Sequence[int] | str) -> tuple[int, ...]:
     return limits.check_input_size(dims, text, InputShapeError)
 
 
+# torch.nn modules traced into; their forward takes the inference path only with the
+# multi-head attention fast path off (its checks branch on tensor properties).
+_TRACED_MODULES = (nn.TransformerEncoderLayer,)
+
+
+class _Tracer(fx.Tracer):
+    """torch.fx's tracer, tracing into ``nn.TransformerEncoderLayer`` (a torch.nn module,
+    hence a leaf by default) so that it becomes its norms, linears and attention."""
+
+    def is_leaf_module(self, m: nn.Module, module_qualified_name: str) -> bool:
+        if isinstance(m, _TRACED_MODULES):
+            return False
+        return super().is_leaf_module(m, module_qualified_name)
+
+
 def trace(module: nn.Module, name: str = "model") -> fx.GraphModule:
     """Symbolically trace `module` (a deep copy, in eval mode) with torch.fx."""
     model = copy.deepcopy(module).eval()
+    fast_path = torch.backends.mha.get_fastpath_enabled()
     try:
-        return fx.symbolic_trace(model)
+        torch.backends.mha.set_fastpath_enabled(False)
+        return fx.GraphModule(model, _Tracer().trace(model), type(model).__name__)
     except Exception as err:  # torch.fx raises many types for untraceable code
         first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
         raise UnsupportedOpError(
             f"cannot trace model {name!r} with torch.fx ({type(err).__name__}: {first}); "
             "data-dependent control flow is not supported, export it to ONNX instead"
         ) from err
+    finally:
+        torch.backends.mha.set_fastpath_enabled(fast_path)
 
 
 def fold_batchnorm(gm: fx.GraphModule) -> fx.GraphModule:

@@ -1,10 +1,15 @@
-"""Model zoo: self-contained PyTorch definitions of well-known CNNs.
+"""Model zoo: self-contained PyTorch definitions of well-known CNNs and transformers.
 
 Every model is written from scratch with standard ``torch.nn`` layers (random
 initialisation, no downloads) and mirrors the corresponding torchvision
-architecture exactly, down to the parameter count.  All models are
+architecture exactly, down to the parameter count (the transformers: torchvision's
+``VisionTransformer`` for ViT-B/16 and DeiT-S, BERT-base's encoder).  All models are
 ``torch.fx.symbolic_trace``-able and ONNX-exportable.  This package depends on
 ``torch`` only.
+
+Each entry has a `ZooEntry.kind`, ``"cnn"`` (the 13 convolutional networks the paper's
+experiments, the GNN datasets and the benchmarks use) or ``"transformer"``;
+``zoo_names("cnn")`` is the CNN zoo, ``zoo_names()`` everything.
 
 Example:
     >>> entry = get_entry("resnet50")
@@ -15,21 +20,27 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from torch import nn
 
+from .bert import bert_base
 from .deeplab import deeplabv3_mobilenet_v3_large
 from .efficientnet import efficientnet_b0, efficientnet_b3
 from .mobilenet import mobilenet_v2, mobilenet_v3_large, mobilenet_v3_small
 from .resnet import resnet18, resnet50, resnet101, resnet152
 from .squeezenet import squeezenet1_0, squeezenet1_1
 from .vgg import vgg16
+from .vit import deit_s, vit_b_16
 
-__all__ = ["ZOO", "ZooEntry", "get_entry", "zoo_names"]
+__all__ = ["CNN", "KINDS", "TRANSFORMER", "ZOO", "ZooEntry", "get_entry", "zoo_names"]
 
 _IMAGENET_SHAPE: tuple[int, int, int, int] = (1, 3, 224, 224)
+
+CNN = "cnn"
+TRANSFORMER = "transformer"
+KINDS: tuple[str, ...] = (CNN, TRANSFORMER)
 
 
 @dataclass(frozen=True)
@@ -39,16 +50,67 @@ class ZooEntry:
     Attributes:
         name: Lower-case registry key (torchvision's builder name).
         factory: Zero-argument callable building a fresh, randomly initialised model.
-        input_shape: Default NCHW input shape.
-        family: Architecture family (e.g. ``"resnet"``).
+        input_shape: Default input shape: NCHW for images, ``(N, L, hidden)`` for BERT's
+            embedded tokens.
+        family: Architecture family (e.g. ``"resnet"``, ``"vit"``).
         description: One-line human-readable description.
+        kind: ``"cnn"`` or ``"transformer"`` (`KINDS`).
+        sized_factory: Builds the model for an input shape, for a model whose parameters
+            depend on it (ViT's position embedding has one entry per patch); None when
+            `factory`'s model takes any shape.
+        resolution_axes: The input axes that ``name@R`` (``name@HxW``) sets: H and W of an
+            image, L of a token sequence.
     """
 
     name: str
     factory: Callable[[], nn.Module]
-    input_shape: tuple[int, int, int, int]
+    input_shape: tuple[int, ...]
     family: str
     description: str
+    kind: str = CNN
+    sized_factory: Callable[[tuple[int, ...]], nn.Module] | None = None
+    resolution_axes: tuple[int, ...] = (2, 3)
+
+    def build(self, input_shape: Sequence[int] | None = None) -> nn.Module:
+        """A fresh model for `input_shape` (default: `input_shape`)."""
+        if self.sized_factory is None or input_shape is None:
+            return self.factory()
+        return self.sized_factory(tuple(int(d) for d in input_shape))
+
+    def shape_at(self, resolution: Sequence[int],
+                 base: Sequence[int] | None = None) -> tuple[int, ...]:
+        """`base` (default `input_shape`) with the `resolution_axes` set to `resolution`:
+        one value for every axis (``resnet50@320``, ``bert_base@512``) or one per axis
+        (``resnet50@320x240``).
+
+        Raises:
+            ValueError: A resolution of another length, or a base shape without the axes.
+        """
+        shape = list(base if base is not None else self.input_shape)
+        values = tuple(resolution)
+        if len(values) == 1:
+            values *= len(self.resolution_axes)
+        if max(self.resolution_axes) >= len(shape):
+            raise ValueError(f"{self.name}@... sets axes {self.resolution_axes} of the input "
+                             f"shape, which {tuple(shape)} does not have")
+        if len(values) != len(self.resolution_axes):
+            what = "an image size H or HxW" if len(self.resolution_axes) == 2 else \
+                "one sequence length"
+            raise ValueError(f"{self.name}@... takes {what}, not "
+                             f"{'x'.join(str(v) for v in resolution)}")
+        for axis, value in zip(self.resolution_axes, values, strict=True):
+            shape[axis] = int(value)
+        return tuple(shape)
+
+
+def _image_sized(builder: Callable[..., nn.Module]) -> Callable[[tuple[int, ...]], nn.Module]:
+    """A sized factory building `builder`'s model for the H x W of an NCHW shape."""
+
+    def build(shape: tuple[int, ...]) -> nn.Module:
+        return builder(image_size=(shape[2], shape[3]) if len(shape) == 4 else 224)
+
+    build.__name__ = f"{builder.__name__}_sized"
+    return build
 
 
 _ENTRIES: tuple[ZooEntry, ...] = (
@@ -80,19 +142,39 @@ _ENTRIES: tuple[ZooEntry, ...] = (
              "deeplab",
              "DeepLabV3 (ASPP 12/24/36, 21 classes) on dilated MobileNetV3-Large, 11.0M "
              "parameters"),
+    ZooEntry("vit_b_16", vit_b_16, _IMAGENET_SHAPE, "vit",
+             "ViT-B/16: 12 pre-norm layers, width 768, 12 heads, MLP 3072, 197 tokens, "
+             "86.6M parameters",
+             kind=TRANSFORMER, sized_factory=_image_sized(vit_b_16)),
+    ZooEntry("deit_s", deit_s, _IMAGENET_SHAPE, "vit",
+             "DeiT-S/16 (no distillation token): ViT with 12 layers, width 384, 6 heads, "
+             "MLP 1536, 22.1M parameters",
+             kind=TRANSFORMER, sized_factory=_image_sized(deit_s)),
+    ZooEntry("bert_base", bert_base, (1, 128, 768), "bert",
+             "BERT-base encoder on embedded tokens (N, L, 768): 12 post-norm layers, width "
+             "768, 12 heads, MLP 3072, GELU, 85.1M parameters",
+             kind=TRANSFORMER, resolution_axes=(1,)),
 )  # fmt: skip
 
 #: Registry of all zoo models, keyed by lower-case name.
 ZOO: dict[str, ZooEntry] = {entry.name: entry for entry in _ENTRIES}
 
 
-def zoo_names() -> list[str]:
-    """Returns the names of all zoo models in registry order.
+def zoo_names(kind: str | None = None) -> list[str]:
+    """Returns the names of the zoo models in registry order.
+
+    Args:
+        kind: Only models of this kind (``"cnn"`` or ``"transformer"``); None for all.
 
     Returns:
         The model names.
+
+    Raises:
+        ValueError: An unknown kind.
     """
-    return list(ZOO)
+    if kind is not None and kind not in KINDS:
+        raise ValueError(f"unknown zoo kind {kind!r}; kinds: {', '.join(KINDS)}")
+    return [name for name, entry in ZOO.items() if kind is None or entry.kind == kind]
 
 
 def get_entry(name: str) -> ZooEntry:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from simulator.workload.zoo import ZOO
+from simulator.workload.zoo import CNN, zoo_names
 
 HERE = Path(__file__).parent
 FAST = ("resnet18", "mobilenet_v2", "squeezenet1_1", "efficientnet_b0")
@@ -22,7 +22,7 @@ def _golden_module():
 
 
 @pytest.mark.parametrize("name", [pytest.param(n, marks=() if n in FAST else pytest.mark.slow)
-                                  for n in ZOO])
+                                  for n in zoo_names(CNN)])
 def test_cost_figures_match_the_golden_file(name):
     golden = json.loads((HERE / "golden_costs.json").read_text())
     assert _golden_module().figures(name) == golden[name]

@@ -1,5 +1,6 @@
 """Whole networks imported with their own weights run in the executor to the module's output:
-torchvision's ResNet-18, MobileNetV2 and EfficientNet-B0, and every zoo network."""
+torchvision's ResNet-18, MobileNetV2 and EfficientNet-B0, and every zoo network (CNNs at
+64 x 64, the ViTs at 64 x 64, BERT on 16 tokens)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from simulator.workload.loader import TORCHVISION_WARNING, import_torchvision, l
 from simulator.workload.torch_import import from_torch_with_params
 from simulator.workload.zoo import ZOO
 
-FAST_ZOO = ("squeezenet1_1", "mobilenet_v3_small", "deeplabv3_mobilenet_v3_large")
+FAST_ZOO = ("squeezenet1_1", "mobilenet_v3_small", "deeplabv3_mobilenet_v3_large", "deit_s")
 TORCHVISION = ("resnet18", "mobilenet_v2", "efficientnet_b0")
 
 
@@ -31,14 +32,18 @@ def _torchvision():
 
 
 def _with_statistics(module: nn.Module, seed: int) -> nn.Module:
-    """`module` in eval mode with non-trivial BatchNorm statistics and affine parameters (fresh
-    ones are the identity, which would let a wrong BatchNorm fold pass)."""
+    """`module` in eval mode with non-trivial BatchNorm statistics and BatchNorm and LayerNorm
+    affine parameters (fresh ones are the identity, which would let a wrong BatchNorm fold or
+    a norm imported without its scale and shift pass)."""
     gen = torch.Generator().manual_seed(seed)
     with torch.no_grad():
         for m in module.modules():
             if isinstance(m, nn.BatchNorm2d):
                 m.running_mean.normal_(generator=gen)
                 m.running_var.uniform_(0.5, 1.5, generator=gen)
+                m.weight.uniform_(0.5, 1.5, generator=gen)
+                m.bias.normal_(generator=gen)
+            elif isinstance(m, nn.LayerNorm):
                 m.weight.uniform_(0.5, 1.5, generator=gen)
                 m.bias.normal_(generator=gen)
     return module.eval()
@@ -69,8 +74,10 @@ def test_torchvision_model_with_its_weights(name, shape):
 @pytest.mark.parametrize("name", [pytest.param(n, marks=() if n in FAST_ZOO else pytest.mark.slow)
                                   for n in ZOO])
 def test_zoo_network_with_its_weights(name):
+    entry = ZOO[name]
+    shape = entry.shape_at((16,) if entry.family == "bert" else (64,))
     torch.manual_seed(0)
-    _assert_runs_like(_with_statistics(ZOO[name].factory(), seed=3), (1, 3, 64, 64))
+    _assert_runs_like(_with_statistics(entry.build(shape), seed=3), shape)
 
 
 def test_torchvision_model_loads_by_module_callable_name():

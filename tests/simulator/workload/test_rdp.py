@@ -31,13 +31,15 @@ from simulator.workload.rdp import (
     reference_shape,
 )
 from simulator.workload.torch_import import from_torch
-from simulator.workload.zoo import ZOO
+from simulator.workload.zoo import CNN, zoo_names
+from simulator.workload.zoo.bert import BertEncoder
+from simulator.workload.zoo.vit import VisionTransformer
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 BINDINGS = ((224, 224), (193, 257), (320, 160))  # square, odd and non-square, wide
 FAST = ("squeezenet1_0", "mobilenet_v3_small", "resnet18")
-ZOO_CASES = [pytest.param(n, marks=() if n in FAST else pytest.mark.slow) for n in ZOO]
+ZOO_CASES = [pytest.param(n, marks=() if n in FAST else pytest.mark.slow) for n in zoo_names(CNN)]
 H, W = sympy.Symbol("H", integer=True, positive=True), sympy.Symbol("W", integer=True,
                                                                      positive=True)
 
@@ -52,6 +54,45 @@ def test_every_zoo_network_binds_to_the_graph_imported_at_that_shape(name):
         # the whole graph: every op's shapes, MACs, windows, mapping, weights and attrs
         assert bound == concrete, (name, h, w)
         assert bound.total_macs == concrete.total_macs
+
+
+LENGTH = sympy.Symbol("L", integer=True, positive=True)
+
+
+@pytest.mark.slow
+def test_bert_base_binds_to_the_graph_imported_at_each_sequence_length():
+    symbolic = load_symbolic("bert_base", "1,L,768")
+    assert symbolic.symbols == ("L",) and dict(symbolic.reference) == {"L": 160}
+    for length in (128, 77, 512):
+        assert symbolic.bind({"L": length}) == load_zoo("bert_base", (1, length, 768)), length
+
+
+def test_a_bert_encoder_follows_batch_and_sequence_length():
+    """The zoo's BERT builder at a small width: every op follows N and L; the attention
+    scores are (N, h, L, L) with L^2 d MACs per head."""
+    module = BertEncoder(num_layers=2, hidden=16, heads=2, intermediate=32)
+    symbolic = propagate(from_torch(module, (2, 9, 16)), "N,L,16")
+    n = sympy.Symbol("N", integer=True, positive=True)
+    scores = next(s for s in symbolic.ops if s.op.kind is OpKind.MATMUL)
+    assert scores.output_shape == (n, 2, LENGTH, LENGTH)
+    assert sympy.expand(scores.macs - 16 * n * LENGTH ** 2) == 0
+    assert all(s.symbols in (("L", "N"),) for s in symbolic.ops)
+    for batch, length in ((1, 5), (3, 17), (1, 64)):
+        assert symbolic.bind({"N": batch, "L": length}) == from_torch(module,
+                                                                     (batch, length, 16))
+
+
+def test_a_vision_transformer_position_embedding_fixes_its_resolution():
+    """One learned position per patch: the token count cannot follow H and W, so RDP refuses
+    the addition by name (a ViT at another resolution is another model: ``vit_b_16@384``)."""
+    graph = from_torch(VisionTransformer(32, 8, 1, 2, 16, 32, num_classes=10), (1, 3, 32, 32))
+    with pytest.raises(SymbolicShapeError, match=r"op 'add' .*floor\(H/8\)\*floor\(W/8\) \+ 1 "
+                                                 r"and 17 agree only at one binding"):
+        propagate(graph, "1,3,H,W")
+    # the class token is a constant expanded to the batch (N copies, N x 16 weights)
+    with pytest.raises(SymbolicShapeError, match=r"op 'cat' .*constant operand's axis 0: N and 1 "
+                                                 r"agree only at one binding"):
+        propagate(graph, "N,3,32,32")
 
 
 @pytest.mark.slow

@@ -1,11 +1,11 @@
-"""Tests of the model zoo: exact torchvision parameter counts and forward shapes."""
+"""Tests of the model zoo: exact torchvision parameter counts, forward shapes and kinds."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
-from simulator.workload.zoo import ZOO, get_entry, zoo_names
+from simulator.workload.zoo import CNN, TRANSFORMER, ZOO, get_entry, zoo_names
 
 #: Parameter counts of the corresponding torchvision models.
 EXPECTED_PARAMS: dict[str, int] = {
@@ -22,6 +22,9 @@ EXPECTED_PARAMS: dict[str, int] = {
     "efficientnet_b0": 5_288_548,
     "efficientnet_b3": 12_233_232,
     "deeplabv3_mobilenet_v3_large": 11_025_477,
+    "vit_b_16": 86_567_656,  # torchvision's vit_b_16
+    "deit_s": 22_050_664,  # timm's deit_small_patch16_224
+    "bert_base": 85_056_000,  # BERT-base's 109,482,240 less embedding tables and pooler
 }
 
 #: Models whose forward pass is too expensive for the default test run.
@@ -31,6 +34,8 @@ SLOW_FORWARD = {
     "resnet152",
     "efficientnet_b3",
     "deeplabv3_mobilenet_v3_large",
+    "vit_b_16",
+    "bert_base",
 }
 
 
@@ -51,6 +56,29 @@ def test_registry_names() -> None:
     assert ZOO["efficientnet_b3"].input_shape == (1, 3, 300, 300)
     assert ZOO["deeplabv3_mobilenet_v3_large"].input_shape == (1, 3, 513, 513)
     assert ZOO["resnet50"].input_shape == (1, 3, 224, 224)
+    assert ZOO["bert_base"].input_shape == (1, 128, 768)
+
+
+def test_kinds_keep_the_cnn_zoo_apart() -> None:
+    """The paper's experiments, the GNN datasets and the benchmarks take the CNN zoo."""
+    assert zoo_names(CNN) == list(EXPECTED_PARAMS)[:13]
+    assert zoo_names(TRANSFORMER) == ["vit_b_16", "deit_s", "bert_base"]
+    assert zoo_names() == zoo_names(CNN) + zoo_names(TRANSFORMER)
+    assert {ZOO[n].family for n in zoo_names(TRANSFORMER)} == {"vit", "bert"}
+    with pytest.raises(ValueError, match="unknown zoo kind 'rnn'"):
+        zoo_names("rnn")
+
+
+def test_resolution_sets_the_image_size_or_the_sequence_length() -> None:
+    assert ZOO["resnet50"].shape_at((320,)) == (1, 3, 320, 320)
+    assert ZOO["resnet50"].shape_at((320, 240), (2, 3, 224, 224)) == (2, 3, 320, 240)
+    assert ZOO["bert_base"].shape_at((512,)) == (1, 512, 768)
+    with pytest.raises(ValueError, match="bert_base@... takes one sequence length, not 512x64"):
+        ZOO["bert_base"].shape_at((512, 64))
+    # ViT's position embedding has one entry per patch: the model is built for its size
+    vit = ZOO["deit_s"].build((1, 3, 384, 320))
+    assert tuple(vit.encoder.pos_embedding.shape) == (1, 24 * 20 + 1, 384)
+    assert tuple(ZOO["deit_s"].build().encoder.pos_embedding.shape) == (1, 197, 384)
 
 
 def test_unknown_name_raises() -> None:
@@ -73,6 +101,8 @@ def test_forward_shape(name: str) -> None:
         out = model(torch.randn(entry.input_shape))
     if entry.family == "deeplab":
         expected = (entry.input_shape[0], 21, *entry.input_shape[2:])
+    elif entry.family == "bert":
+        expected = entry.input_shape
     else:
         expected = (entry.input_shape[0], 1000)
     assert tuple(out.shape) == expected
