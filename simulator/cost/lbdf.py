@@ -31,6 +31,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from itertools import accumulate
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -287,7 +288,9 @@ def _width(shape: tuple[int, ...]) -> int:
 class _ColumnDeps:
     """The column analogue of `simulator.cost.rows.RowDeps`: for op `o` and input slot `i`,
     output column `c` reads input columns ``lo[o][i][c]..hi[o][i][c]`` (clipped), with the
-    rules of docs/cost-model.md section 3 applied to widths and the left padding."""
+    rules of docs/cost-model.md section 3 applied to widths and the left padding. `info` holds,
+    per op, what `_PixelSchedule` reads of it (its hot path), and `entering` the rows and
+    columns of a tensor entering a group."""
 
     def __init__(self, graph: ComputeGraph) -> None:
         self.width_of = {op.id: _width(op.output_shape) for op in graph}
@@ -306,15 +309,42 @@ class _ColumnDeps:
                 len(hi) == _width(s) and bool((hi == np.arange(len(hi))).all())
                 and bool((lo == hi).all())
                 for (lo, hi), s in zip(pairs, op.input_shapes, strict=True)))
-        rows = row_deps(graph).identity
-        self.same = [tuple(a and b for a, b in zip(rows[op.id], self.identity[op.id],
+        self.rows = rows = row_deps(graph)
+        self.same = [tuple(a and b for a, b in zip(rows.identity[op.id], self.identity[op.id],
                                                    strict=True)) for op in graph]
+        self.info = [self._info(op) for op in graph]
+        self.successors = [frozenset(graph.successors(op.id)) for op in graph]
+        self.inputs = [op.inputs for op in graph]
+        self._entering: dict[tuple[int, int], tuple[np.ndarray, ...]] = {}
+
+    def _info(self, op: Op) -> tuple:
+        """(slots, row fractions, column fractions, blocks, folds) of an op, where a slot is
+        (input, row identity, row hi, column identity, column hi, the reader row of each input
+        row as `_PixelSchedule.peaks` takes it, read plainly)."""
+        o, rows, single = op.id, self.rows, len(op.inputs) == 1
+        slots = tuple(
+            (ref, rows.identity[o][i], rows.hi[o][i], self.identity[o][i], self.hi[o][i],
+             np.arange(len(last)) if rows.identity[o][i] else last,
+             self.same[o][i] and single and not self.blocks[o])
+            for i, (ref, last) in enumerate(zip(op.inputs, rows.last[o], strict=True)))
+        return slots, rows.frac[o], self.own[o], self.blocks[o], self.folds[o]
+
+    def entering(self, ref: int, h_ref: int) -> tuple[np.ndarray, ...]:
+        """Keys, paces and steps of the rows of entering tensor `ref`, phases and orders of its
+        columns, in a group whose tallest entering tensor has `h_ref` rows (cached: read only).
+        """
+        got = self._entering.get((ref, h_ref))
+        if got is None:
+            h, w = self.rows.height_of[ref], self.width_of[ref]
+            got = (self.rows.frac[ref] * _TIME_SCALE, np.zeros(h), np.zeros(h, dtype=np.int64),
+                   np.arange(w, dtype=np.int64) * h_ref / (w * h), np.zeros(w))
+            self._entering[(ref, h_ref)] = got
+        return got
 
 
 @lru_cache(maxsize=64)
 def _column_deps(graph: ComputeGraph) -> _ColumnDeps:
     return _ColumnDeps(graph)
-
 
 
 class _PixelSchedule(_RowSchedule):
@@ -338,92 +368,154 @@ class _PixelSchedule(_RowSchedule):
     rows at its start and at its end plus how far each tensor strays from the line between
     them (a tensor growing while another is consumed trades rows). Plus one pixel in flight
     per entering tensor and one being written per leaving tensor.
+
+    The schedule is built in one pass over the ops, which also gathers every read (the input
+    rows and the reader's row of each) so that `peaks` evaluates both schedules' lifetimes at
+    once.
     """
 
     def __init__(self, graph: ComputeGraph, ops: tuple[int, ...], deps: RowDeps) -> None:
-        super().__init__(graph, ops, deps)
-        self.cols = _column_deps(graph)
-        self.widths = [self.cols.width_of[r] for r in self.refs]
-        tall = {h for h in self.heights[:len(self.entering)] if h > 1}
-        self.one_height = len(tall) <= 1
-        self.keys: list[np.ndarray] = []
-        self.paces: list[np.ndarray] = []
-        self.steps: list[np.ndarray] = []
-        self.phase: list[np.ndarray] = []
-        self.order: list[np.ndarray] = []
-        h_ref = max(self.heights[:len(self.entering)], default=1)
-        for ref, h, w in zip(self.entering, self.heights, self.widths, strict=False):
-            self.keys.append(deps.frac[ref] * _TIME_SCALE)
-            self.paces.append(np.zeros(h))
-            self.steps.append(np.zeros(h, dtype=np.int64))
-            self.phase.append(np.arange(w, dtype=np.int64) * h_ref / (w * h))
-            self.order.append(np.zeros(w))
-        for o in ops:
-            self._op(o)
-        self.rank = self._ranks(self.keys, self.paces)
-        self.row_block = self._blocks()
-
-    def _op(self, o: int) -> None:
-        deps, cols, index = self.deps, self.cols, self.index
-        srcs = [(index[ref], i) for i, ref in enumerate(self.graph[o].inputs)]
-        if len(srcs) == 1:
-            k, i = srcs[0]
-            if deps.identity[o][i]:
-                key, pace, step = self.keys[k], self.paces[k], self.steps[k]
-            else:
-                hi = deps.hi[o][i]
-                key, pace, step = self.keys[k][hi], self.paces[k][hi], self.steps[k][hi]
-                step = _wavefront_steps(key, step)
-            pace = np.maximum(deps.frac[o], pace)
-            bound = srcs
+        self.graph, self.ops, self.deps = graph, ops, deps
+        cols = self.cols = _column_deps(graph)
+        members = set(ops)
+        if ops and 0 <= ops[0] and ops[-1] < len(graph):  # (sorted: else inputs_of raises)
+            entering = tuple(sorted({r for o in ops for r in cols.inputs[o]} - members))
         else:
-            picks = [(self.keys[k], self.paces[k], self.steps[k]) if deps.identity[o][i] else
-                     (self.keys[k][deps.hi[o][i]], self.paces[k][deps.hi[o][i]],
-                      self.steps[k][deps.hi[o][i]]) for k, i in srcs]
-            key = np.maximum.reduce([kk for kk, _, _ in picks])
-            pace, step, bound = deps.frac[o], None, []
-            for (k, i), (kk, pp, ss) in zip(srcs, picks, strict=True):
-                eq = kk == key
-                pace = np.maximum(pace, np.where(eq, pp, 0.0))
-                s = np.where(eq, ss, 0)
-                step = s if step is None else np.maximum(step, s)
+            entering = graph.inputs_of(ops)
+        self.entering = entering
+        self.refs = refs = (*entering, *ops)
+        self.index = index = {ref: k for k, ref in enumerate(refs)}
+        self.heights = heights = [deps.height_of[r] for r in refs]
+        self.offs = offs = [0, *accumulate(heights)]
+        self.offsets = np.array(offs, dtype=np.int64)
+        n_in = len(entering)
+        self.widths = [cols.width_of[r] for r in refs]
+        self.one_height = len({h for h in heights[:n_in] if h > 1}) <= 1
+        h_ref = max(heights[:n_in], default=1)
+        keys: list[np.ndarray] = []
+        paces: list[np.ndarray] = []
+        steps: list[np.ndarray] = []
+        phase: list[np.ndarray] = []
+        order: list[np.ndarray] = []
+        for ref in entering:
+            key, pace, step, x, p = cols.entering(ref, h_ref)
+            keys.append(key)
+            paces.append(pace)
+            steps.append(step)
+            phase.append(x)
+            order.append(p)
+        self.keys, self.paces, self.steps, self.phase, self.order = keys, paces, steps, phase, order
+        out, successors = graph.output_set, cols.successors
+        readers = [False] * len(refs)
+        self.leaving: list[int] = []  # tensors written to DRAM (all ops of the group)
+        self.plain: list[int] = []  # tensors read column by column by an op of one input
+        self.reads: list[tuple[int, int, int]] = []  # (tensor, op, slot): any other read
+        self.folded: list[tuple[int, int]] = []  # (first row of a fold, of the tensor it folds)
+        # per non-folding read: the reader's row (less its first) of each row read, the rows
+        # read, the first of them less the rows of the reads before, the reader's first row
+        self.read_row: list[np.ndarray] = []
+        self.read_len: list[int] = []
+        self.read_shift: list[int] = []
+        self.read_first: list[int] = []
+        read_row, read_len = self.read_row.append, self.read_len.append
+        read_shift, read_first = self.read_shift.append, self.read_first.append
+        n_read = 0
+        for j, o in enumerate(ops, n_in):
+            slots, frac, own, blocks, folds = cols.info[o]
+            c0 = offs[j]
+            if o in out or not successors[o] <= members:
+                self.leaving.append(j)
+            for i, slot in enumerate(slots):
+                k = index[slot[0]]
+                readers[k] = True
+                if folds:  # each input row is folded in as it arrives: a running sum held
+                    self.folded.append((c0, offs[k]))  # from input row 0 on
+                    continue
+                read_row(slot[5])
+                read_len(heights[k])
+                read_shift(offs[k] - n_read)
+                read_first(c0)
+                n_read += heights[k]
+                if slot[6]:
+                    self.plain.append(k)
+                else:  # (a blocking op's columns read its inputs' columns too)
+                    self.reads.append((k, o, i))
+            if len(slots) == 1:
+                ref, row_id, hi, col_id, col_hi, _, _ = slots[0]
+                k = index[ref]
+                if row_id:  # its input's rows one to one: their keys, steps and paces (an
+                    keys.append(keys[k])  # op's paces are at least its rows' fractions,
+                    steps.append(steps[k])  # these rows' too; an entering tensor's are 0)
+                    paces.append(paces[k] if k >= n_in else frac)
+                else:  # (a blocking op never reads its input's rows one to one)
+                    key = keys[k][hi]
+                    if blocks:
+                        self._epoch(o, key)
+                        continue
+                    keys.append(key)
+                    paces.append(np.maximum(frac, paces[k][hi]))
+                    steps.append(_wavefront_steps(key, steps[k][hi]))
+                if col_id:  # the phases and orders of a row, re-indexed (orders likewise at
+                    phase.append(phase[k])  # least the columns' fractions, 0 entering)
+                    order.append(order[k] if k >= n_in else own)
+                else:
+                    phase.append(phase[k][col_hi])
+                    order.append(np.maximum(own, order[k][col_hi]))
+                continue
+            picks = [(index[s[0]], s[1], s[2]) for s in slots]
+            ks = [keys[k] if row_id else keys[k][hi] for k, row_id, hi in picks]
+            key = ks[0]
+            for kk in ks[1:]:
+                key = np.maximum(key, kk)
+            if blocks:
+                self._epoch(o, key)
+                continue
+            pace, step, bound = frac.copy(), np.zeros(len(key), dtype=np.int64), []
+            for (k, row_id, hi), kk, slot in zip(picks, ks, slots, strict=True):
+                eq = kk == key  # the inputs it waits for: their paces and steps
+                pp, ss = (paces[k], steps[k]) if row_id else (paces[k][hi], steps[k][hi])
+                np.maximum(pace, pp, out=pace, where=eq)
+                np.maximum(step, ss, out=step, where=eq)
                 if eq.any():
-                    bound.append((k, i))
-            step = _wavefront_steps(key, step)
-        if cols.blocks[o]:  # a new epoch: its rows wait for nothing of this one
-            self.keys.append(key + 1.0)
-            self.paces.append(np.zeros(len(key)))
-            self.steps.append(np.zeros(len(key), dtype=np.int64))
-            self.phase.append(np.zeros(cols.width_of[o]))
-            self.order.append(cols.own[o])
-            return
-        self.keys.append(key)
-        self.paces.append(pace)
-        self.steps.append(step)
-        x, p = self._columns(o, bound)
-        self.phase.append(x)
-        self.order.append(p)
+                    bound.append((k, slot))
+            keys.append(key)
+            paces.append(pace)
+            steps.append(_wavefront_steps(key, step))
+            x, p = self._columns(own, bound)
+            phase.append(x)
+            order.append(p)
+        self.readers = readers
+        self.width_array = np.array(self.widths, dtype=np.int64)
+        self.tensor = np.arange(len(refs)).repeat(heights)
+        self.rank, self.row_block, self.n_blocks = self._order()
 
-    def _columns(self, o: int, bound: list[tuple[int, int]]) -> tuple[np.ndarray, np.ndarray]:
-        """Phase and order of each column of op o: column c waits for the last column its
-        window reads of every input it waits for (the latest of their phases); among columns
-        of one phase, the one whose own fraction of its row (or its inputs') is smaller goes
-        first. Both are carried forward along the row (a row is produced in raster order)."""
-        cols, own = self.cols, self.cols.own[o]
-        srcs = []
-        for k, i in bound:
-            if cols.identity[o][i]:
-                srcs.append((self.phase[k], self.order[k]))
-            else:
-                hi = cols.hi[o][i]
-                srcs.append((self.phase[k][hi], self.order[k][hi]))
+    def _epoch(self, o: int, key: np.ndarray) -> None:
+        """A blocking op starts a new epoch: its rows wait for nothing of this one."""
+        w = self.cols.width_of[o]
+        self.keys.append(key + 1.0)
+        self.paces.append(np.zeros(len(key)))
+        self.steps.append(np.zeros(len(key), dtype=np.int64))
+        self.phase.append(np.zeros(w))
+        self.order.append(self.cols.own[o])
+
+    def _columns(self, own: np.ndarray, bound: list) -> tuple[np.ndarray, np.ndarray]:
+        """Phase and order of each column of an op of several inputs (`own`: its columns'
+        fractions of their row; `bound`: the (tensor, slot) of the inputs it waits for):
+        column c waits for the last column its window reads of every input it waits for (the
+        latest of their phases); among columns of one phase, the one whose own fraction of its
+        row (or its inputs') is smaller goes first. Both are carried forward along the row (a
+        row is produced in raster order)."""
+        phase, order = self.phase, self.order
+        srcs = [(phase[k], order[k]) if slot[3] else (phase[k][slot[4]], order[k][slot[4]])
+                for k, slot in bound]
         if len(srcs) == 1:  # monotone already: the phases and orders of a row, re-indexed
             return srcs[0][0], np.maximum(own, srcs[0][1])
-        x = np.maximum.reduce([a for a, _ in srcs])
+        x = srcs[0][0]  # (every tensor's phases rise along its row, and so does their maximum)
+        for a, _ in srcs[1:]:
+            x = np.maximum(x, a)
         p = own
         for a, b in srcs:
-            p = np.maximum(p, np.where(a == x, b, 0.0))
-        x = np.maximum.accumulate(x)
+            p = np.maximum(p, b * (a == x))
         new = x[1:] != x[:-1]
         if (new | (p[1:] >= p[:-1])).all():
             return x, p
@@ -433,106 +525,99 @@ class _PixelSchedule(_RowSchedule):
         top = np.maximum.accumulate(run * len(values) + rank) - run * len(values)
         return x, values[top]
 
-    def _blocks(self) -> np.ndarray:
-        """Block of every row (rows of all tensors concatenated): blocks in (key, step)
-        order."""
+    def _order(self) -> tuple[np.ndarray, np.ndarray, int]:
+        """Rank of every row in the row schedule's order (rows of all tensors concatenated, so
+        that a stable sort by (key, pace) ends with the tensor index, as `_RowSchedule._ranks`),
+        its block (blocks in (key, step) order), and the number of blocks."""
         key, step = np.concatenate(self.keys), np.concatenate(self.steps)
+        order = np.lexsort((np.concatenate(self.paces), key))
+        n = len(order)
+        rank = np.empty(n, dtype=np.int64)
+        rank[order] = np.arange(n)
         order = np.lexsort((step, key))
         k, s = key[order], step[order]
-        new = np.empty(len(order), dtype=bool)
-        new[0] = True
-        new[1:] = (k[1:] != k[:-1]) | (s[1:] != s[:-1])
-        block = np.empty(len(order), dtype=np.int64)
-        block[order] = np.cumsum(new) - 1
-        return block
+        new = np.empty(n, dtype=np.int64)  # 1 where a block starts
+        new[0] = 1
+        np.not_equal(k[1:], k[:-1], out=new[1:])
+        new[1:] |= s[1:] != s[:-1]
+        np.add.accumulate(new, out=new)
+        block = np.empty(n, dtype=np.int64)
+        block[order] = new - 1
+        return rank, block, int(new[-1])
 
     def peaks(self) -> tuple[int, np.ndarray]:
         """The peak of the row schedule (whole rows, as `_RowSchedule.peak`) and, per block,
         the activation elements the pixel line buffers hold (at most)."""
-        deps, cols, index, offsets = self.deps, self.cols, self.index, self.offsets
-        rank, rb, nt = self.rank, self.row_block, len(self.refs)
-        end, bstart, bend = rank.copy(), rb.copy(), rb.copy()
-        start = rank.copy()
-        readers = np.zeros(nt, dtype=bool)
-        plain: list[int] = []  # tensors read column by column by an op of one input
-        reads: list[tuple[int, int, int]] = []  # (tensor, op, slot): any other read
-        for o in self.ops:
-            c0 = offsets[index[o]]
-            folds, single = cols.folds[o], len(self.graph[o].inputs) == 1
-            for i, (ref, last) in enumerate(zip(self.graph[o].inputs, deps.last[o],
-                                                strict=True)):
-                k = index[ref]
-                readers[k] = True
-                if folds:  # each input row is folded in as it arrives: a running sum held
-                    start[c0] = min(start[c0], rank[offsets[k]])  # from input row 0 on
-                    bstart[c0] = min(bstart[c0], rb[offsets[k]])
-                    continue
-                seg = slice(offsets[k], offsets[k + 1])
-                at = slice(c0, c0 + len(last)) if deps.identity[o][i] else c0 + last
-                np.maximum(end[seg], rank[at], out=end[seg])
-                np.maximum(bend[seg], rb[at], out=bend[seg])
-                if cols.same[o][i] and single and not cols.blocks[o]:
-                    plain.append(k)
-                else:  # (a blocking op's columns read its inputs' columns too)
-                    reads.append((k, o, i))
-        out = set(self.graph.outputs_of(self.ops))
-        leaving = np.array([r in out for r in self.refs])
-        return (self._row_peak(start, end, leaving),
-                self._levels(bstart, bend, readers, leaving, plain, reads))
+        rank, rb = self.rank, self.row_block
+        end, bend = rank.copy(), rb.copy()
+        if self.read_row:  # a row lives to its last reader's row (rank / block)
+            shift = np.array([self.read_shift, self.read_first]).repeat(self.read_len, axis=1)
+            rows = np.arange(shift.shape[1])
+            rows += shift[0]
+            at = np.concatenate(self.read_row)
+            at += shift[1]
+            np.maximum.at(end, rows, rank[at])
+            np.maximum.at(bend, rows, rb[at])
+        start, bstart = rank.copy(), rb.copy()
+        for c0, first in self.folded:
+            start[c0] = min(start[c0], rank[first])
+            bstart[c0] = min(bstart[c0], rb[first])
+        self.row_elems = np.array([self.deps.row_elems_of[r] for r in self.refs],
+                                  dtype=np.int64)
+        self.sizes = self.row_elems[self.tensor]
+        return self._row_peak(start, end), self._levels(bstart, bend)
 
-    def _row_peak(self, start: np.ndarray, end: np.ndarray, leaving: np.ndarray) -> int:
+    def _row_peak(self, start: np.ndarray, end: np.ndarray) -> int:
         """`_RowSchedule.peak` from the lifetimes found by `peaks`."""
-        rank, offsets = self.rank, self.offsets
+        rank, offs, n = self.rank, self.offs, len(self.rank)
         for k in range(len(self.entering)):  # one row in flight ahead of use
-            start[offsets[k] + 1:offsets[k + 1]] = rank[offsets[k]:offsets[k + 1] - 1]
-        for k in np.flatnonzero(leaving):  # a leaving row is held until its successor
-            seg = slice(offsets[k], offsets[k + 1])
-            np.maximum(end[seg], np.append(rank[seg][1:] - 1, len(rank) - 1), out=end[seg])
+            start[offs[k] + 1:offs[k + 1]] = rank[offs[k]:offs[k + 1] - 1]
+        for k in self.leaving:  # a leaving row is held until its successor is produced, the
+            a, b = offs[k], offs[k + 1]  # last one until the group ends
+            np.maximum(end[a:b - 1], rank[a + 1:b] - 1, out=end[a:b - 1])
+            end[b - 1] = n - 1
         end = np.maximum(end, start)
-        sizes = np.repeat([self.deps.row_elems_of[r] for r in self.refs],
-                          self.heights).astype(np.int64)
-        diff = np.bincount(start, sizes, minlength=len(rank) + 1) - \
-            np.bincount(end + 1, sizes, minlength=len(rank) + 1)
-        return int(np.cumsum(diff).max())
+        diff = np.bincount(start, self.sizes, minlength=n + 1) - \
+            np.bincount(end + 1, self.sizes, minlength=n + 1)
+        return int(np.add.accumulate(diff).max())
 
-    def _levels(self, bstart: np.ndarray, bend: np.ndarray, readers: np.ndarray,
-                leaving: np.ndarray, plain: list[int], reads: list[tuple[int, int, int]]
-                ) -> np.ndarray:
+    def _levels(self, bstart: np.ndarray, bend: np.ndarray) -> np.ndarray:
         """Per block: what the pixel line buffers hold (at most) while the block streams."""
-        deps, nt, rb, offsets = self.deps, len(self.refs), self.row_block, self.offsets
-        nb = int(rb.max()) + 1
-        cols_of = _ColumnsOf(self, plain, reads)
-        widths = np.array(self.widths, dtype=np.int64)
-        row_elems = np.array([deps.row_elems_of[r] for r in self.refs], dtype=np.int64)
-        pixel = row_elems // widths
-        lone = leaving & ~readers  # only its newest pixel, being written, is held
-        tensor = np.repeat(np.arange(nt), self.heights)
-        r, px = row_elems[tensor], pixel[tensor]  # per row
-        keep = ~lone[tensor]
-        r_keep = np.where(keep, r, 0)
+        nb, rb, offsets, tensor = self.n_blocks, self.row_block, self.offsets, self.tensor
+        cols_of = _ColumnsOf(self, self.plain, self.reads)
+        widths, offs = self.width_array, self.offs
+        pixel = self.row_elems // widths
+        # a lone tensor (leaving, read by no op of the group) holds only its newest pixel, being
+        # written: its rows are not kept
+        lone = [k for k in self.leaving if not self.readers[k]]
+        r, px = self.sizes, pixel[tensor]  # per row
+        keep = np.ones(len(r), dtype=bool)
+        for k in lone:
+            keep[offs[k]:offs[k + 1]] = False
+        r_keep = r * keep
         born = np.bincount(bstart, r_keep, minlength=nb + 1)
-        live = np.cumsum(born - np.bincount(bend + 1, r_keep, minlength=nb + 1))[:nb]
+        live = np.add.accumulate(born - np.bincount(bend + 1, r_keep, minlength=nb + 1))[:nb]
         # per tensor and block: the oldest live row, and whether the block reads it last
-        stride = nb + 1
-        reach = np.maximum.accumulate(bend + tensor * stride)  # tensor-major, non-decreasing
-        oldest = np.minimum(np.searchsorted(reach, tensor * stride + bstart), len(rb) - 1)
+        base = tensor * (nb + 1)  # tensor-major block numbers
+        made, gone = base + bstart, base + bend  # non-decreasing: made
+        reach = np.maximum.accumulate(gone)  # non-decreasing
+        oldest = np.minimum(reach.searchsorted(made), len(rb) - 1)
         steady = keep & (bend[oldest] == bstart)  # the block making row j reads its tensor's
         steady_dev = np.minimum(cols_of.steady(), widths)  # oldest row out
-        save = np.where(steady, r - steady_dev[tensor] * px, 0)
+        save = (r - steady_dev[tensor] * px) * steady
         level = live - np.bincount(bstart, save, minlength=nb + 1)[:nb]
-        extra = self._pixels_in_transit(nb, bstart, bend, leaving, lone, pixel)
+        extra = self._pixels_in_transit(nb, bstart, bend, lone, pixel)
         total = level + extra
         growing = keep & ~steady
         at_peak = total >= total.max()
         if not self.one_height or not at_peak[bstart[growing]].any():
             return total.astype(np.int64)  # nothing grows at the peak: no trade
         # rows read out: the oldest live row of its tensor at the block of its last reader
-        prior = np.concatenate(([-1], reach[:-1])) - tensor * stride
+        prior = np.concatenate(([-1], reach[:-1])) - base
         prior[offsets[:-1]] = -1
         read_out = keep & (prior < bend)
-        made = tensor * stride + bstart  # non-decreasing: is a row of the tensor born there?
-        at = np.minimum(np.searchsorted(made, tensor * stride + bend), len(rb) - 1)
-        shrinking = read_out & ~(keep[at] & (made[at] == tensor * stride + bend))
+        at = np.minimum(made.searchsorted(gone), len(rb) - 1)  # is a row of the tensor born
+        shrinking = read_out & ~(keep[at] & (made[at] == gone))  # where it is read out?
         trade = (np.bincount(bstart[growing], minlength=nb)
                  * np.bincount(bend[shrinking], minlength=nb)) > 0
         if not trade[at_peak].any():
@@ -541,46 +626,47 @@ class _PixelSchedule(_RowSchedule):
         # and end, plus how far each tensor's pixels stray from the line between them. The
         # block's progress is the phase, or, in a block whose rows all have one phase (released
         # together, e.g. after a global pooling), the order
-        by_order = cols_of.single_phase_blocks(nb, tensor)
-        dev = np.zeros(nb)
-        for by, where in (("phase", ~by_order), ("order", by_order)):
-            if not where.any():
-                continue
-            grow_dev = np.clip(1 - cols_of.lag_min(by), 0, widths)
-            shrink_dev = np.clip(np.ceil(cols_of.shrink(by) - 1e-9), 0, widths)
-            moved = (np.bincount(bstart, np.where(steady, steady_dev[tensor], 0) * px
-                                 + np.where(growing, grow_dev[tensor], 0) * px, minlength=nb + 1)
-                     + np.bincount(bend, np.where(shrinking, shrink_dev[tensor], 0) * px,
-                                   minlength=nb + 1))[:nb]
-            dev = np.where(where, moved, dev)
+        by = cols_of.single_phase_blocks(nb, tensor).astype(np.intp)  # 0: phase, 1: order
+        lag_min, shrink = cols_of.deviations()  # per progress measure and tensor
+        grow_dev = np.minimum(np.maximum(1 - lag_min, 0), widths)
+        shrink_dev = np.minimum(np.maximum(np.ceil(shrink - 1e-9), 0), widths)
+        dev = (np.bincount(bstart, np.where(steady, steady_dev[tensor], 0) * px
+                           + np.where(growing, grow_dev[by[bstart], tensor], 0) * px,
+                           minlength=nb + 1)
+               + np.bincount(bend, np.where(shrinking, shrink_dev[by[bend], tensor], 0) * px,
+                             minlength=nb + 1))[:nb]
         before = live - born[:nb]
         after = live - np.bincount(bend, np.where(read_out, r, 0), minlength=nb + 1)[:nb]
         linear = np.maximum(before, after) + dev
         return (np.minimum(level, linear) + extra).astype(np.int64)
 
     def _pixels_in_transit(self, nb: int, bstart: np.ndarray, bend: np.ndarray,
-                           leaving: np.ndarray, lone: np.ndarray, pixel: np.ndarray
-                           ) -> np.ndarray:
+                           lone: list[int], pixel: np.ndarray) -> np.ndarray:
         """Per block: the pixel in flight of each entering tensor of more than one pixel (from
         its first row's block to its last's), and the newest pixel of each leaving tensor
         while none of its rows is live (its DRAM write in flight; the last one until the group
         ends)."""
-        offsets, rb = self.offsets, self.row_block
-        first = bstart[offsets[:-1]]
-        diff = np.zeros(nb + 1, dtype=np.int64)
-        for k in range(len(self.entering)):
+        offs, n_in, nt = self.offs, len(self.entering), len(self.refs)
+        at = bstart[offs[:-1] + [offs[k + 1] - 1 for k in range(n_in)]].tolist()
+        first, last, pixel = at[:nt], at[nt:], pixel.tolist()  # (blocks of first / last rows)
+        blocks: list[int] = []  # where a pixel starts / stops being held, and its elements
+        elems: list[int] = []
+        for k in range(n_in):
             if self.heights[k] * self.widths[k] > 1:
-                diff[first[k]] += pixel[k]
-                diff[rb[offsets[k + 1] - 1] + 1] -= pixel[k]
-        for k in np.flatnonzero(lone):
-            diff[first[k]] += pixel[k]
-            diff[nb] -= pixel[k]
-        extra = np.cumsum(diff)[:nb]
-        for k in np.flatnonzero(leaving & ~lone):
-            seg = slice(offsets[k], offsets[k + 1])
-            rows = np.cumsum(np.bincount(bstart[seg], minlength=nb + 1)
-                             - np.bincount(bend[seg] + 1, minlength=nb + 1))[:nb]
-            extra[first[k]:] += np.where(rows[first[k]:] == 0, pixel[k], 0)
+                blocks += (first[k], last[k] + 1)
+                elems += (pixel[k], -pixel[k])
+        for k in lone:
+            blocks += (first[k], nb)
+            elems += (pixel[k], -pixel[k])
+        extra = np.add.accumulate(np.bincount(np.array(blocks, dtype=np.int64), elems,
+                                              minlength=nb + 1))[:nb]
+        for k in self.leaving:  # leaving tensors some op of the group reads too
+            if k in lone:
+                continue
+            a, b, f = offs[k], offs[k + 1], first[k]
+            rows = np.add.accumulate(np.bincount(bstart[a:b], minlength=nb + 1)
+                                     - np.bincount(bend[a:b] + 1, minlength=nb + 1))[f:nb]
+            extra[f:] += (rows == 0) * pixel[k]
         return extra
 
 
@@ -591,60 +677,62 @@ class _ColumnsOf:
 
     For tensor k read by op o, when o computes column c the producer of k has produced every
     column whose (phase, order) comes first; k's interval then reaches from o's window's first
-    column to the last of those (`steady`), and o's window's first column trails o's phase by
-    `shrink` columns. A *plain* reader, which reads column c of k alone for its column c (a 1x1
-    or elementwise op of one input), has k's phases and orders: k's columns of equal phase and
-    order come first (`steady` is the longest such run) and `shrink` is k's own lag.
+    column to the last of those (`steady`), and o's window's first column trails o's phase (or
+    order) by some columns (`deviations`, with how far each tensor runs ahead). A *plain* reader,
+    which reads column c of k alone for its column c (a 1x1 or elementwise op of one input), has
+    k's phases and orders: k's columns of equal phase and order come first (`steady` is the
+    longest such run) and its trail is k's own lag.
     """
 
     def __init__(self, px: _PixelSchedule, plain: list[int],
                  reads: list[tuple[int, int, int]]) -> None:
         self.px, self.plain, self.reads = px, plain, reads
-        self.widths = widths = np.array(px.widths, dtype=np.int64)
-        self.starts = np.concatenate(([0], np.cumsum(widths)))
-        self.tensor_of = np.repeat(np.arange(len(widths)), widths)
-        self.span = 2.0 * (max(px.heights[:len(px.entering)], default=1) + 1)
+        self.widths = widths = px.width_array
+        self.start_of = [0, *accumulate(px.widths)]
+        self.starts = np.array(self.start_of)
+        self.tensor_of = np.arange(len(widths)).repeat(widths)
+        self.span = 2 * (max(px.heights[:len(px.entering)], default=1) + 1)  # (as a float too)
         self.raw = np.concatenate(px.phase)
         self.phase = self.raw + self.tensor_of * self.span
-        self.run = np.zeros(len(self.phase))
-        np.cumsum(self.phase[1:] != self.phase[:-1], out=self.run[1:])
-        self.key = self.run + np.concatenate(px.order)
+        self.run = np.empty(len(self.phase), dtype=np.int64)
+        self.run[0] = 0
+        np.add.accumulate(self.phase[1:] != self.phase[:-1], dtype=np.int64, out=self.run[1:])
+        self.order = np.concatenate(px.order)
+        self.key = self.run + self.order
         self._general: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
 
     def steady(self) -> np.ndarray:
         """Per tensor: the most pixels its interval spans beyond whole rows (at least 1)."""
-        steady = np.ones(len(self.widths), dtype=np.int64)
-        if self.plain:
+        steady = np.zeros(len(self.widths), dtype=np.int64)
+        if self.plain:  # runs of one key never span two tensors (their phases differ)
+            run = np.empty(len(self.key), dtype=np.int64)
+            run[0] = 0
+            np.add.accumulate(self.key[1:] != self.key[:-1], dtype=np.int64, out=run[1:])
             ks = np.array(self.plain)
-            equal = np.empty(len(self.key), dtype=bool)
-            equal[0] = False
-            equal[1:] = self.key[1:] == self.key[:-1]
-            run = np.cumsum(~equal)
-            longest = np.maximum.reduceat(np.bincount(run)[run], self.starts[:-1])
-            np.maximum.at(steady, ks, longest[ks])
+            steady[ks] = np.maximum.reduceat(np.bincount(run), run[self.starts[:-1]])[ks]
         if self.reads:
             k, produced, lo = self._evaluate()
             np.maximum.at(steady, k, produced - lo)
-        return steady
+        return np.maximum(steady, 1)
 
-    def shrink(self, by: str) -> np.ndarray:
-        """Per tensor: how many columns its readers' windows trail the progress (`by` the
-        phase or the order), at most."""
-        shrink = np.zeros(len(self.widths))
+    def deviations(self) -> tuple[np.ndarray, np.ndarray]:
+        """Per progress measure (row 0: the phase, row 1: the order) and tensor: minus how many
+        columns it runs ahead of the progress, at most, and how many columns its readers'
+        windows trail the progress, at most."""
+        starts = self.starts[:-1]
+        column = np.arange(len(self.raw)) - self.starts[self.tensor_of]
+        lag = self.widths[self.tensor_of] * np.stack((self.raw, self.order)) - column
+        lag_min = np.ceil(np.minimum.reduceat(lag, starts, axis=1) - 1e-9)
+        shrink = np.zeros((2, len(self.widths)))
         if self.plain:
             ks = np.array(self.plain)
-            np.maximum.at(shrink, ks,
-                          np.maximum.reduceat(self._lag(by), self.starts[:-1])[ks])
+            np.maximum.at(shrink, (slice(None), ks),
+                          np.maximum.reduceat(lag, starts, axis=1)[:, ks])
         if self.reads:
             k, _, lo = self._evaluate()
-            of = self.px.phase if by == "phase" else self.px.order
-            xo = np.concatenate([of[self.px.index[o]] for _, o, _ in self.reads])
-            np.maximum.at(shrink, k, self.widths[k] * xo - lo)
-        return shrink
-
-    def lag_min(self, by: str) -> np.ndarray:
-        """Per tensor: minus how many columns it runs ahead of the progress, at most."""
-        return np.ceil(np.minimum.reduceat(self._lag(by), self.starts[:-1]) - 1e-9)
+            xo = np.stack((self._reader_phase, self._reader_order))
+            np.maximum.at(shrink, (slice(None), k), self._reader_width * xo - lo)
+        return lag_min, shrink
 
     def single_phase_blocks(self, nb: int, tensor: np.ndarray) -> np.ndarray:
         """Blocks whose rows are all of tensors of one and the same phase in every column."""
@@ -652,30 +740,32 @@ class _ColumnsOf:
         flat = lowest == np.maximum.reduceat(self.raw, self.starts[:-1])
         block = self.px.row_block
         mixed = np.bincount(block[~flat[tensor]], minlength=nb) > 0
-        low, high = np.full(nb, np.inf), np.full(nb, -np.inf)
-        np.minimum.at(low, block, lowest[tensor])
-        np.maximum.at(high, block, lowest[tensor])
+        of_row = lowest[tensor]
+        low = np.empty(nb)
+        low[block] = of_row  # (every block has a row)
+        high = low.copy()
+        np.minimum.at(low, block, of_row)
+        np.maximum.at(high, block, of_row)
         return ~mixed & (low == high)
-
-    def _lag(self, by: str) -> np.ndarray:
-        column = np.arange(len(self.raw)) - self.starts[self.tensor_of]
-        progress = self.raw if by == "phase" else np.concatenate(self.px.order)
-        return self.widths[self.tensor_of] * progress - column
 
     def _evaluate(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """For the columns of every general read: its tensor, how many columns of it are
         produced by then, and the first column the read's window reads."""
         if self._general is None:
-            px, widths, starts = self.px, self.widths, self.starts
+            px, start, span = self.px, self.start_of, self.span
             idx = [px.index[o] for _, o, _ in self.reads]
-            k = np.repeat(np.array([k for k, _, _ in self.reads]), widths[idx])
-            at_x = np.concatenate([px.phase[j] for j in idx]) + k * self.span
-            first = np.searchsorted(self.phase, at_x, side="left")
-            at = np.minimum(first, starts[k + 1] - 1)
-            later = np.searchsorted(self.key, self.run[at]
-                                    + np.concatenate([px.order[j] for j in idx]),
-                                    side="right")
-            produced = np.where(self.phase[at] == at_x, later, first) - starts[k]
+            ks = [k for k, _, _ in self.reads]
+            k, offset, last, first_col, self._reader_width = np.array(
+                [ks, [k * span for k in ks], [start[k + 1] - 1 for k in ks],
+                 [start[k] for k in ks], [px.widths[k] for k in ks]]
+            ).repeat([px.widths[j] for j in idx], axis=1)
+            self._reader_phase = np.concatenate([px.phase[j] for j in idx])
+            self._reader_order = np.concatenate([px.order[j] for j in idx])
+            at_x = self._reader_phase + offset
+            first = self.phase.searchsorted(at_x, side="left")
+            at = np.minimum(first, last)
+            later = self.key.searchsorted(self.run[at] + self._reader_order, side="right")
+            produced = np.where(self.phase[at] == at_x, later, first) - first_col
             lo = np.concatenate([px.cols.lo[o][i] for _, o, i in self.reads])
             self._general = k, produced, lo
         return self._general
@@ -684,9 +774,13 @@ class _ColumnsOf:
 def _wavefront_steps(key: np.ndarray, floor: np.ndarray) -> np.ndarray:
     """Step of each row: at least `floor`, and one more than the previous row's when both
     share a key (rows released together are computed one after the other)."""
-    same = np.flatnonzero(key[1:] == key[:-1]) + 1
+    same = (key[1:] == key[:-1]).nonzero()[0]
     if not len(same):
         return floor
+    if len(same) == len(key) - 1:  # one key: row r at max over j <= r of floor[j] + r - j
+        r = np.arange(len(key))
+        return np.maximum.accumulate(floor - r) + r
+    same += 1
     step = np.array(floor, dtype=np.int64)
     if len(same) <= 8:
         for r in same.tolist():
