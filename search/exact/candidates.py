@@ -59,7 +59,7 @@ from dataclasses import dataclass
 
 from simulator.cost import CostCache
 from simulator.cost.brr import dram_lower_bound, fit_floors, incompatibility
-from simulator.cost.rows import height, row_deps
+from simulator.cost.rows import row_deps
 from simulator.cost.types import timing
 from simulator.scheme import Scheme
 from simulator.workload.graph import ComputeGraph, OpKind
@@ -334,8 +334,8 @@ class _Growth:
         self.netin_elems = [graph.tensor_elems(-k - 1) for k in range(
             max((m.bit_length() for m in self.netin), default=0))]
         # ops where a whole-map dependence starts: BRR-incompatibility needs one of them
-        self.whole_mask = sum(1 << op.id for op in graph if height(op.output_shape) == 1
-                              and any(height(s) > 1 for s in op.input_shapes))
+        deps = row_deps(graph)
+        self.whole_mask = sum(1 << op.id for op in graph if deps.whole_from_rows(op.id))
         self.masks: list[int] = []
         self.preds: list[int] = []
         self.lb: list[tuple[int, int, int]] = []  # (lb_dram, lb_cycles, lb_fit) per set

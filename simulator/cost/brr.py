@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from simulator.cost.rows import RowDeps, height, row_deps
+from simulator.cost.rows import RowDeps, row_deps
 from simulator.cost.traffic import boundary, buffer_traffic_elems
 from simulator.cost.types import Failure, GroupCost, timing
 from simulator.scheme import Scheme
@@ -166,18 +166,18 @@ def incompatibility(graph: ComputeGraph, ops: Sequence[int]) -> str:
     for o in sorted(ops):  # topological: whole-map dependence flows forward
         if any(p in whole for p in graph.predecessors(o) if p in group):
             whole.add(o)
+    h = row_deps(graph).height_of
     for o in sorted(ops):
         op = graph[o]
         for ref in op.inputs:
-            if ref in whole and height(graph[ref].output_shape) == 1 < height(op.output_shape):
+            if ref in whole and h[ref] == 1 < h[o]:
                 return (f"BRR-incompatible: {op.name!r} broadcasts {graph[ref].name!r}, which "
                         "depends on a whole feature map, onto a feature map")
     return ""
 
 
 def _reads_whole_map(graph: ComputeGraph, o: int) -> bool:
-    op = graph[o]
-    return height(op.output_shape) == 1 and any(height(s) > 1 for s in op.input_shapes)
+    return row_deps(graph).whole_from_rows(o)
 
 
 def group_cost(graph: ComputeGraph, ops: Sequence[int], hw: HardwareConfig) -> GroupCost:

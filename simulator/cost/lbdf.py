@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from simulator.cost.rows import RowDeps, height, row_deps, slot_window
+from simulator.cost.rows import RowDeps, image_row, row_deps, slot_window
 from simulator.cost.traffic import boundary, buffer_traffic_elems
 from simulator.cost.types import Failure, GroupCost, timing
 from simulator.hw import LBDF_BUFFERS, HardwareConfigError
@@ -167,9 +167,9 @@ def _accumulates(op: Op) -> bool:
     return op.kind is OpKind.GLOBAL_POOL
 
 
-def _blocks(op: Op) -> bool:
+def _blocks(op: Op, deps: RowDeps) -> bool:
     """An op whose single output row needs a multi-row input: what follows starts an epoch."""
-    return height(op.output_shape) == 1 and any(height(s) > 1 for s in op.input_shapes)
+    return deps.whole_from_rows(op.id)
 
 
 class _RowSchedule:
@@ -214,7 +214,8 @@ class _RowSchedule:
         times differ by at least 2**40 / H**2 key units (65,536 for H = 4,096), more than
         any count of epochs, while the 52-bit mantissa keeps equal times equal.
         """
-        keys = [self.deps.frac[r] * _TIME_SCALE for r in self.entering]
+        first = _preloaded(self.graph, self.ops, self.deps, self.entering)
+        keys = [(self.deps.frac[r] - (r in first)) * _TIME_SCALE for r in self.entering]
         paces = [np.zeros(h) for h in self.heights[:len(self.entering)]]
         for o in self.ops:
             k, p = self._op_keys(o, keys, paces)
@@ -228,7 +229,7 @@ class _RowSchedule:
                 (keys[self.index[ref]][hi], paces[self.index[ref]][hi])
                 for ref, hi, same in zip(op.inputs, deps.hi[o], deps.identity[o], strict=True)]
         key = srcs[0][0] if len(srcs) == 1 else np.maximum.reduce([k for k, _ in srcs])
-        if _blocks(op):
+        if _blocks(op, deps):
             return key + 1.0, np.zeros(len(key))
         pace = deps.frac[o]
         for k, p in srcs:
@@ -278,11 +279,38 @@ class _RowSchedule:
 _TIME_SCALE = float(2**40)
 
 
+def _preloaded(graph: ComputeGraph, ops: tuple[int, ...], deps: RowDeps,
+               entering: Sequence[int]) -> frozenset[int]:
+    """Entering tensors of several rows that the group reads only whole, beside a streamed
+    input of the same op (the keys and values of an attention's products): they arrive first,
+    in the time before 0, so that the streamed operand is not held meanwhile."""
+    if not entering:
+        return frozenset()
+    cands = {r for r in entering if deps.height_of[r] > 1}
+    if not cands:
+        return frozenset()
+    whole: dict[int, bool] = {}
+    beside: set[int] = set()
+    for o in ops:
+        op = graph[o]
+        reads = [(r, deps.height_of[r] > 1 and int(lo[-1]) == 0
+                  and int(hi[0]) == deps.height_of[r] - 1)
+                 for r, lo, hi in zip(op.inputs, deps.lo[o], deps.hi[o], strict=True)]
+        streams = any(not w and deps.height_of[r] > 1 for r, w in reads)
+        for r, w in reads:
+            if r in cands:
+                whole[r] = whole.get(r, True) and w
+                if streams and w:
+                    beside.add(r)
+    return frozenset(r for r in beside if whole[r])
+
+
 # --- pixel granularity ------------------------------------------------------------------------
 
-def _width(shape: tuple[int, ...]) -> int:
-    """Pixels of one row: W of an N,C,H,W tensor, 1 for any other rank."""
-    return int(shape[3]) if len(shape) == 4 else 1
+def _width(shape: tuple[int, ...], axis: int | None) -> int:
+    """Pixels of one row: W of an N,C,H,W tensor streamed by H, else 1 (a token row, a
+    vector: one pixel)."""
+    return int(shape[3]) if image_row(shape, axis) else 1
 
 
 class _ColumnDeps:
@@ -293,23 +321,25 @@ class _ColumnDeps:
     columns of a tensor entering a group."""
 
     def __init__(self, graph: ComputeGraph) -> None:
-        self.width_of = {op.id: _width(op.output_shape) for op in graph}
-        self.width_of.update({-(k + 1): _width(s) for k, s in enumerate(graph.input_shapes)})
+        self.rows = rows = row_deps(graph)
+        axes = rows.axes
+        self.width_of = {op.id: _width(op.output_shape, axes.of[op.id]) for op in graph}
+        self.width_of.update({-(k + 1): _width(s, axes.of[-(k + 1)])
+                              for k, s in enumerate(graph.input_shapes)})
         self.lo: list[tuple[np.ndarray, ...]] = []
         self.hi: list[tuple[np.ndarray, ...]] = []
         self.identity: list[tuple[bool, ...]] = []
         self.own = [np.arange(self.width_of[op.id]) / self.width_of[op.id] for op in graph]
-        self.blocks = [_blocks(op) for op in graph]
+        self.blocks = [_blocks(op, rows) for op in graph]
         self.folds = [_accumulates(op) for op in graph]
         for op in graph:
-            pairs = [slot_window(op, k, axis=1) for k in range(len(op.inputs))]
+            pairs = [slot_window(op, k, axis=1, axes=axes) for k in range(len(op.inputs))]
             self.lo.append(tuple(p[0] for p in pairs))
             self.hi.append(tuple(p[1] for p in pairs))
             self.identity.append(tuple(
-                len(hi) == _width(s) and bool((hi == np.arange(len(hi))).all())
+                len(hi) == self.width_of[r] and bool((hi == np.arange(len(hi))).all())
                 and bool((lo == hi).all())
-                for (lo, hi), s in zip(pairs, op.input_shapes, strict=True)))
-        self.rows = rows = row_deps(graph)
+                for (lo, hi), r in zip(pairs, op.inputs, strict=True)))
         self.same = [tuple(a and b for a, b in zip(rows.identity[op.id], self.identity[op.id],
                                                    strict=True)) for op in graph]
         self.info = [self._info(op) for op in graph]
@@ -397,9 +427,10 @@ class _PixelSchedule(_RowSchedule):
         steps: list[np.ndarray] = []
         phase: list[np.ndarray] = []
         order: list[np.ndarray] = []
+        first = _preloaded(graph, ops, deps, entering)
         for ref in entering:
             key, pace, step, x, p = cols.entering(ref, h_ref)
-            keys.append(key)
+            keys.append(key - _TIME_SCALE if ref in first else key)
             paces.append(pace)
             steps.append(step)
             phase.append(x)

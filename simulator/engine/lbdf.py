@@ -144,6 +144,7 @@ class _LbdfGroup:
         if k not in self.accumulating and not self.pixel:
             yield from self.m.alloc(self.row_bytes[k], f"row {j} of {self.names[k]!r}")
         yield from self.m.compute(op.macs // self.order.heights[k], self._window_bytes(o, j))
+        yield from self._open_accumulators(k)
         if op.kind is not OpKind.GLOBAL_POOL and not self.pixel:
             for ref, lo, hi in zip(op.inputs, self.deps.lo[o], self.deps.hi[o], strict=True):
                 src = self.index.get(ref)
@@ -159,8 +160,10 @@ class _LbdfGroup:
                    for ref, lo, hi in zip(self.graph[o].inputs, self.deps.lo[o],
                                           self.deps.hi[o], strict=True)) * self.m.hw.dtype_bytes
 
-    def _produced(self, k: int, j: int) -> Generator[Any, Any, None]:
-        """A row exists: global poolings reading it fold it in at once."""
+    def _open_accumulators(self, k: int) -> Generator[Any, Any, None]:
+        """The accumulators of the global poolings folding tensor `k` are held from the event
+        that produces its first row on, as that row is (the cost model's lifetimes: with the
+        rows the event reads, before it releases them)."""
         if self.pixel:
             return
         for c in self.folded_by.get(k, ()):
@@ -168,6 +171,13 @@ class _LbdfGroup:
                 self.accumulating.add(c)
                 yield from self.m.alloc(self.row_bytes[c], f"the accumulator of "
                                         f"{self.names[c]!r}")
+
+    def _produced(self, k: int, j: int) -> Generator[Any, Any, None]:
+        """A row exists: global poolings reading it fold it in at once."""
+        if self.pixel:
+            return
+        yield from self._open_accumulators(k)
+        for _ in self.folded_by.get(k, ()):
             yield from self._release(k, j)
         if self.pending[k][j] == 0:  # a row no consumer row reads (e.g. skipped by a stride)
             self.pending[k][j] = -1

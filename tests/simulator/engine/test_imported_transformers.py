@@ -1,6 +1,8 @@
 """Imported networks with the transformer kinds (`OpKind.NORM`, `OpKind.MATMUL`) through the
 analytic models (what `fusion-dse evaluate` reports) and the simulator: the DRAM bytes agree
-exactly, group by group, for a ViT-like model and ConvNeXt-T."""
+exactly and each group's peak equals its F_beta, group by group, for a ViT-like model,
+ConvNeXt-T and tiny zoo transformers (token rows streamed), and in the slow tier for
+bert_base, deit_s and vit_b_16."""
 
 from __future__ import annotations
 
@@ -15,8 +17,10 @@ from simulator.engine import simulate
 from simulator.hw import HardwareConfig
 from simulator.plan import PartitionPlan, layer_by_layer, segment_plan
 from simulator.workload.graph import ComputeGraph, OpKind
-from simulator.workload.loader import import_torchvision
+from simulator.workload.loader import import_torchvision, load
 from simulator.workload.torch_import import from_torch
+from simulator.workload.zoo.bert import BertEncoder
+from simulator.workload.zoo.vit import VisionTransformer
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -51,7 +55,18 @@ _GRAPHS: dict[str, ComputeGraph] = {}
 
 
 def _graph(name: str) -> ComputeGraph:
-    """A tiny torchvision ViT (32 px, 2 layers, 2 heads, width 16) or ConvNeXt-T at 64 px."""
+    """A tiny torchvision ViT (32 px, 2 layers, 2 heads, width 16), ConvNeXt-T at 64 px, the
+    zoo's tiny BERT (2 post-norm layers of width 8, 2 heads, 8 tokens) and ViT (32 px, patch
+    8, 2 layers, width 16), or a zoo transformer (``load`` name)."""
+    if name not in _GRAPHS and name.startswith("zoo-"):
+        torch.manual_seed(0)
+        if name == "zoo-bert":
+            module, shape = BertEncoder(2, 8, 2, 16).eval(), (1, 8, 8)
+        else:
+            module, shape = VisionTransformer(32, 8, 2, 2, 16, 32, 10).eval(), (1, 3, 32, 32)
+        _GRAPHS[name] = from_torch(module, shape, name=name)
+    if name not in _GRAPHS and name not in ("vit", "convnext"):
+        _GRAPHS[name] = load(name)
     if name not in _GRAPHS:
         tv = _torchvision()
         torch.manual_seed(0)
@@ -82,32 +97,42 @@ def fitting_segments(graph: ComputeGraph, cache: CostCache, rng: random.Random,
     return segment_plan(graph, cuts)
 
 
-CASES = [("vit", "lbdf", "pixel"), ("vit", "lbdf", "row"), ("vit", "brr", "pixel"),
-         ("vit", "lbl", "pixel"), ("convnext", "lbdf", "pixel"), ("convnext", "lbdf", "row"),
-         ("convnext", "brr", "pixel"), ("convnext", "lbl", "pixel")]
+_SETTINGS = [("lbdf", "pixel"), ("lbdf", "row"), ("brr", "pixel"), ("lbl", "pixel")]
+CASES = [(name, *s) for name in ("vit", "convnext", "zoo-bert", "zoo-vit") for s in _SETTINGS]
+SLOW = [(name, *s) for name in ("bert_base", "deit_s", "vit_b_16") for s in _SETTINGS]
 
 
 @pytest.mark.parametrize(("name", "scheme", "granularity"), CASES,
                          ids=["-".join(c) for c in CASES])
 def test_simulation_moves_the_analytic_dram_bytes(name, scheme, granularity):
+    _agree(name, scheme, granularity, 64 * 1024)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("name", "scheme", "granularity"), SLOW,
+                         ids=["-".join(c) for c in SLOW])
+def test_zoo_transformers_simulate_as_analysed(name, scheme, granularity):
+    _agree(name, scheme, granularity, 2 * 1024 * 1024, longest=6)
+
+
+def _agree(name: str, scheme: str, granularity: str, buffer: int, longest: int = 10) -> None:
+    """DRAM bytes per group and in all, and each group's peak, equal in the analytic model
+    and the simulator, on a plan of random fitting segments."""
     graph = _graph(name)
-    assert graph.count(OpKind.NORM) and (name != "vit" or graph.count(OpKind.MATMUL))
-    config = hw(64 * 1024, granularity)
+    assert graph.count(OpKind.NORM) and (name == "convnext" or graph.count(OpKind.MATMUL))
+    config = hw(buffer, granularity)
     cache = CostCache(graph, config, scheme)
     plan = layer_by_layer(graph) if scheme == "lbl" else \
-        fitting_segments(graph, cache, random.Random(0))
+        fitting_segments(graph, cache, random.Random(0), longest)
     analytic = evaluate_plan(graph, plan, config, scheme, cache)
     assert analytic.valid
     fused = [g.ops for g in plan.groups if len(g.ops) > 1]
     if scheme != "lbl":  # groups holding the new kinds are fused
         kinds = {graph[o].kind for ops in fused for o in ops}
-        assert OpKind.NORM in kinds and (name != "vit" or OpKind.MATMUL in kinds)
+        assert OpKind.NORM in kinds and (name == "convnext" or OpKind.MATMUL in kinds)
     report = simulate(graph, plan, config, scheme, record=False)
     assert [g.dram_bytes for g in report.groups] == \
         [analytic.groups[g.index].dram_bytes for g in report.groups]
     assert report.dram_bytes == analytic.dram_bytes
-    if (name, scheme, granularity) != ("convnext", "lbdf", "row"):
-        # (LBDF's row model over-counts the peak of a group with a transpose between N,C,H,W
-        # and channel-last tensors feeding a global pooling, as before these kinds)
-        assert [g.peak_buffer_bytes for g in report.groups] == \
-            [analytic.groups[g.index].buffer_bytes for g in report.groups]
+    assert [g.peak_buffer_bytes for g in report.groups] == \
+        [analytic.groups[g.index].buffer_bytes for g in report.groups]
