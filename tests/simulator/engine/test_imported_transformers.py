@@ -7,7 +7,6 @@ bert_base, deit_s and vit_b_16."""
 from __future__ import annotations
 
 import random
-import warnings
 
 import pytest
 import torch
@@ -15,12 +14,14 @@ import torch
 from simulator.cost import CostCache, evaluate_plan
 from simulator.engine import simulate
 from simulator.hw import HardwareConfig
-from simulator.plan import PartitionPlan, layer_by_layer, segment_plan
+from simulator.plan import layer_by_layer
 from simulator.workload.graph import ComputeGraph, OpKind
-from simulator.workload.loader import import_torchvision, load
+from simulator.workload.loader import load
 from simulator.workload.torch_import import from_torch
 from simulator.workload.zoo.bert import BertEncoder
 from simulator.workload.zoo.vit import VisionTransformer
+from tests.simulator.engine.test_simulate import fitting_segments
+from tests.simulator.workload.conftest import torchvision_or_skip
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -42,15 +43,6 @@ def hw(buffer: int, lbdf_buffer: str = "pixel") -> HardwareConfig:
     )
 
 
-def _torchvision():
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            return import_torchvision()
-    except ImportError:
-        pytest.skip("torchvision is not installed")
-
-
 _GRAPHS: dict[str, ComputeGraph] = {}
 
 
@@ -68,7 +60,7 @@ def _graph(name: str) -> ComputeGraph:
     if name not in _GRAPHS and name not in ("vit", "convnext"):
         _GRAPHS[name] = load(name)
     if name not in _GRAPHS:
-        tv = _torchvision()
+        tv = torchvision_or_skip()
         torch.manual_seed(0)
         if name == "vit":
             module, shape = tv.models.VisionTransformer(32, 8, 2, 2, 16, 32), (1, 3, 32, 32)
@@ -78,23 +70,6 @@ def _graph(name: str) -> ComputeGraph:
     return _GRAPHS[name]
 
 
-def fitting_segments(graph: ComputeGraph, cache: CostCache, rng: random.Random,
-                     longest: int = 10) -> PartitionPlan:
-    """A valid plan: segments grown while every component fits (unfusable ops alone)."""
-    unfusable = set(cache.unfusable)
-    cuts, start = [], 0
-    while start < len(graph):
-        end, limit = start + 1, min(len(graph), start + rng.randint(1, longest))
-        while end < limit:
-            trial = segment_plan(graph, [start, end + 1])
-            groups = [g.ops for g in trial if start <= g.ops[0] <= end]
-            if any(len(g) > 1 and unfusable & set(g) for g in groups) or not all(
-                    cache.group(g).fits or g[0] in unfusable for g in groups):
-                break
-            end += 1
-        cuts.append(end)
-        start = end
-    return segment_plan(graph, cuts)
 
 
 _SETTINGS = [("lbdf", "pixel"), ("lbdf", "row"), ("brr", "pixel"), ("lbl", "pixel")]

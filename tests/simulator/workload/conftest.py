@@ -15,3 +15,17 @@ def one_torch_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(threads)
+
+
+def torchvision_or_skip():
+    """The torchvision package (its import warnings silenced), or skip the test without it."""
+    import warnings
+
+    from simulator.workload.loader import import_torchvision
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return import_torchvision()
+    except ImportError:
+        pytest.skip("torchvision is not installed")

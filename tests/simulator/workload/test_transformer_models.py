@@ -13,20 +13,11 @@ from torch import nn
 from simulator.workload.compare import graph_differences
 from simulator.workload.execute import execute
 from simulator.workload.graph import OpKind
-from simulator.workload.loader import import_torchvision
 from simulator.workload.onnx_import import from_onnx_with_params
 from simulator.workload.torch_import import from_torch, from_torch_with_params
+from tests.simulator.workload.conftest import torchvision_or_skip
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
-
-
-def _torchvision():
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            return import_torchvision()
-    except ImportError:
-        pytest.skip("torchvision is not installed")
 
 
 def _nontrivial(module: nn.Module) -> nn.Module:
@@ -63,7 +54,7 @@ def tiny_vit(tv) -> nn.Module:
 @pytest.fixture(scope="module")
 def convnext():
     torch.manual_seed(0)
-    return _nontrivial(_torchvision().models.convnext_tiny())
+    return _nontrivial(torchvision_or_skip().models.convnext_tiny())
 
 
 def test_convnext_tiny_imports_with_its_parameters_and_runs_like_the_module(convnext):
@@ -78,7 +69,7 @@ def test_convnext_tiny_imports_with_its_parameters_and_runs_like_the_module(conv
 
 
 def test_tiny_vision_transformer_is_its_primitives_and_runs_like_the_module():
-    module = tiny_vit(_torchvision())
+    module = tiny_vit(torchvision_or_skip())
     shape = (1, 3, 32, 32)
     graph, params = from_torch_with_params(module, shape)
     # the class token and the position embedding are constant operands: weights (at the
@@ -99,7 +90,7 @@ def test_tiny_vision_transformer_is_its_primitives_and_runs_like_the_module():
 def test_onnx_export_of_the_tiny_vision_transformer_runs_like_the_module(tmp_path):
     """The exporter writes attention with shapes computed at run time and the class token
     expanded from a shape: those constants are folded."""
-    module = tiny_vit(_torchvision())
+    module = tiny_vit(torchvision_or_skip())
     shape = (1, 3, 32, 32)
     path = tmp_path / "vit.onnx"
     with warnings.catch_warnings():
@@ -126,7 +117,7 @@ def test_onnx_export_of_convnext_tiny_imports_op_for_op_as_from_torch(tmp_path, 
 @pytest.mark.slow
 def test_vit_b_16_imports_with_its_parameters_and_runs_like_the_module():
     torch.manual_seed(0)
-    module = _nontrivial(_torchvision().models.vit_b_16())
+    module = _nontrivial(torchvision_or_skip().models.vit_b_16())
     shape = (1, 3, 224, 224)
     graph, params = from_torch_with_params(module, shape)
     assert graph.total_weights == _params(module)

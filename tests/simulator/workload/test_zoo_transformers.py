@@ -6,7 +6,6 @@ sequence length and resolution through ``name@...``."""
 from __future__ import annotations
 
 import dataclasses
-import warnings
 
 import pytest
 import torch
@@ -15,23 +14,15 @@ from torch import nn
 from simulator.workload.errors import InputShapeError
 from simulator.workload.execute import execute
 from simulator.workload.graph import ComputeGraph, OpKind
-from simulator.workload.loader import import_torchvision, load
+from simulator.workload.loader import load
 from simulator.workload.torch_import import from_torch, from_torch_with_params
 from simulator.workload.zoo.bert import BertEncoder, load_encoder_layer
 from simulator.workload.zoo.vit import VisionTransformer, load_torchvision_vit
+from tests.simulator.workload.conftest import torchvision_or_skip
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 TINY_VIT = (32, 8, 2, 2, 16, 32)  # image, patch, layers, heads, width, MLP
-
-
-def _torchvision():
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            return import_torchvision()
-    except ImportError:
-        pytest.skip("torchvision is not installed")
 
 
 def op_differences(a: ComputeGraph, b: ComputeGraph) -> list[str]:
@@ -67,7 +58,8 @@ def _runs_like(graph, params, module: nn.Module, x: torch.Tensor) -> None:
 
 
 def test_tiny_zoo_vit_is_torchvisions_op_for_op_and_computes_the_same():
-    tv_module = _nontrivial(_torchvision().models.VisionTransformer(*TINY_VIT, num_classes=10))
+    tv = torchvision_or_skip()
+    tv_module = _nontrivial(tv.models.VisionTransformer(*TINY_VIT, num_classes=10))
     zoo_module = load_torchvision_vit(VisionTransformer(*TINY_VIT, num_classes=10),
                                       tv_module).eval()
     for shape in ((1, 3, 32, 32), (2, 3, 32, 32)):
@@ -184,7 +176,7 @@ def test_a_vision_transformer_is_built_for_its_resolution():
 @pytest.mark.parametrize("name, config", [("vit_b_16", None),
                                           ("deit_s", (224, 16, 12, 6, 384, 1536))])
 def test_zoo_vit_equals_torchvision_vit_op_for_op(name, config):
-    tv = _torchvision()
+    tv = torchvision_or_skip()
     torch.manual_seed(0)
     module = tv.models.vit_b_16() if config is None else tv.models.VisionTransformer(*config)
     shape = (1, 3, 224, 224)
