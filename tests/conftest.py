@@ -20,3 +20,15 @@ def cli(capsys):
         return code, out, err
 
     return run
+
+
+@pytest.fixture
+def one_torch_thread():
+    """Run the test with one torch thread (several times faster on these tiny graphs), then
+    restore the previous count."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)

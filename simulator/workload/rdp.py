@@ -762,10 +762,8 @@ class _Evaluator:
 
     def value(self, e: sympy.Basic) -> Any:
         """Exact value of `e`: an int when integral, else a Fraction (or a bool)."""
-        try:
+        if e in self.memo:
             return self.memo[e]
-        except KeyError:
-            pass
         v = self._compute(e)
         if isinstance(v, Fraction) and v.denominator == 1:
             v = v.numerator

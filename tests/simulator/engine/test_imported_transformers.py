@@ -13,34 +13,16 @@ import torch
 
 from simulator.cost import CostCache, evaluate_plan
 from simulator.engine import simulate
-from simulator.hw import HardwareConfig
 from simulator.plan import layer_by_layer
 from simulator.workload.graph import ComputeGraph, OpKind
 from simulator.workload.loader import load
 from simulator.workload.torch_import import from_torch
 from simulator.workload.zoo.bert import BertEncoder
 from simulator.workload.zoo.vit import VisionTransformer
-from tests.simulator.engine.test_simulate import fitting_segments
+from tests.simulator.engine.test_simulate import fitting_segments, hw
 from tests.simulator.workload.conftest import torchvision_or_skip
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
-
-
-@pytest.fixture
-def one_torch_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
-def hw(buffer: int, lbdf_buffer: str = "pixel") -> HardwareConfig:
-    return HardwareConfig(
-        name="test", buffer_bytes=buffer, dram_bandwidth=16.0, dram_latency=100,
-        clock_hz=1e9, macs_per_cycle=1024, buffer_bandwidth=128.0,
-        energy_dram_pj_per_byte=160.0, energy_buffer_pj_per_byte=2.5, energy_mac_pj=0.3,
-        lbdf_buffer=lbdf_buffer,
-    )
 
 
 _GRAPHS: dict[str, ComputeGraph] = {}
@@ -95,7 +77,7 @@ def _agree(name: str, scheme: str, granularity: str, buffer: int, longest: int =
     and the simulator, on a plan of random fitting segments."""
     graph = _graph(name)
     assert graph.count(OpKind.NORM) and (name == "convnext" or graph.count(OpKind.MATMUL))
-    config = hw(buffer, granularity)
+    config = hw(buffer, lbdf_buffer=granularity)
     cache = CostCache(graph, config, scheme)
     plan = layer_by_layer(graph) if scheme == "lbl" else \
         fitting_segments(graph, cache, random.Random(0), longest)
