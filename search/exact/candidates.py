@@ -38,7 +38,9 @@ a reason to stop growing; only these rules are:
 `simulator.cost.traffic.compulsory_bytes` computes, here from bitmasks: entering tensors once,
 leaving tensors once, weights once; a test holds the two equal) bounds F_D from below (LBDF's
 F_D equals it; BRR adds halo re-reads and weight streaming), and the analytic cycles of that
-traffic with the ops' MACs bound the cycles from below (BRR recomputes halos, never less).
+traffic with the ops' MACs bound the cycles from below (BRR recomputes halos, never less;
+upstream of an op that leaves input rows unread, such as ViT's class-token slice, BRR computes
+only the rows read, so those ops' MACs are left out of the bound).
 Under BRR each set also gets `lb_fit`, a bound of its F_D *if it runs*: the weights that cannot
 stay resident next to the least live activations are streamed, and the per-op fit floors
 (`simulator.cost.brr.fit_floors`) say at least how many tiles re-read them (docs/exact.md, "The
@@ -329,12 +331,16 @@ class _Growth:
         self.out_elems = [op.output_elems for op in graph]
         self.weights = [op.weight_elems for op in graph]
         self.macs = [op.macs for op in graph]
+        deps = row_deps(graph)
+        # ops that leave input rows unread: upstream of one, a group may compute part of an op
+        self.drop_mask = sum(1 << o for o, d in enumerate(deps.drops_rows) if d)
+        whole = sum(1 << o for o, w in enumerate(deps.computed_whole) if w)
+        self.maybe_part = [a & ~(1 << o) & ~whole for o, a in enumerate(self.closure.anc)]
         self.is_output = [o in graph.output_set for o in range(len(graph))]
         self.netin = [sum(1 << (-r - 1) for r in op.inputs if r < 0) for op in graph]
         self.netin_elems = [graph.tensor_elems(-k - 1) for k in range(
             max((m.bit_length() for m in self.netin), default=0))]
         # ops where a whole-map dependence starts: BRR-incompatibility needs one of them
-        deps = row_deps(graph)
         self.whole_mask = sum(1 << op.id for op in graph if deps.whole_from_rows(op.id))
         self.masks: list[int] = []
         self.preds: list[int] = []
@@ -409,6 +415,9 @@ class _Growth:
         elems = (sum(self.out_elems[p] for p in bits(pred & ~mask))
                  + sum(self.netin_elems[k] for k in bits(netin))
                  + sum(self.out_elems[o] for o in bits(leaving)) + weights)
+        if mask & self.drop_mask:  # ops upstream of a reader dropping rows may run in part
+            part = mask & _union(self.maybe_part, bits(mask & self.drop_mask))
+            macs -= sum(self.macs[o] for o in bits(part))
         d = self.hw.dtype_bytes
         dram = elems * d
         fit = dram

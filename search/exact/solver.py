@@ -395,20 +395,29 @@ def solve(graph: ComputeGraph, cache: CostCache, space: CandidateSpace, *,
         bound_bytes=bound if space.complete else None)
 
 
+ENUMERATION_SHARE = 2 / 3
+"""The part of `optimum`'s time limit its enumeration may take (CNN enumerations finish in
+under 2 s, docs/exact.md; this only matters once the growth would hit the cap)."""
+
+
 def optimum(graph: ComputeGraph, cache: CostCache, *, max_sets: int | None = None,
             max_costed: int | None = None, time_limit: float | None = None,
             max_states: int | None = None) -> ExactResult:
     """The least-DRAM valid plan of the (graph, hardware, dataflow) of `cache`.
 
     Enumerates the candidate sets (`enumerate_space`, capped by `max_sets`) and solves the
-    down-set shortest path (`solve`, capped by `max_costed`); `time_limit` bounds both together.
-    With a cap hit the result says ``optimal=False`` and why; the plan is still valid.
+    down-set shortest path (`solve`, capped by `max_costed`); `time_limit` bounds both together,
+    the enumeration taking at most `ENUMERATION_SHARE` of it so that a capped enumeration
+    (BRR on a transformer: hundreds of thousands of sets) still leaves the solver time to
+    find a plan better than layer by layer among the sets found. With a cap hit the result
+    says ``optimal=False`` and why; the plan is still valid.
 
     Raises:
         StateCap: more than `max_states` down-sets would be expanded.
     """
     t = time.perf_counter()
-    space = enumerate_space(graph, cache, max_sets=max_sets, time_limit=time_limit)
+    space = enumerate_space(graph, cache, max_sets=max_sets, time_limit=None if time_limit is None
+                            else time_limit * ENUMERATION_SHARE)
     left = None if time_limit is None else max(0.0, time_limit - (time.perf_counter() - t))
     return solve(graph, cache, space, max_costed=max_costed, time_limit=left,
                  max_states=max_states)

@@ -18,6 +18,7 @@ shared.
 
 from __future__ import annotations
 
+import functools
 import math
 from functools import lru_cache
 
@@ -227,6 +228,33 @@ class RowDeps:
                                for hi, h in zip(his, hs, strict=True))
                          for his, hs in zip(self.hi, h_in, strict=True)]
 
+    @functools.cached_property
+    def drops_rows(self) -> tuple[bool, ...]:
+        """Per op, whether it leaves rows of an input unread (ViT's class-token slice, a
+        strided 1x1 convolution). Only upstream of such a reader may a group compute fewer
+        rows of an op than the whole layer (BRR's tile regions hold the rows in-group readers
+        need; a tensor leaving the group is computed whole): an op of a group with no such
+        reader downstream of it in the group spends its whole MACs."""
+        return tuple(not all(_covers(lo, hi, self.height_of[ref])
+                             for lo, hi, ref in zip(self.lo[o], self.hi[o], op.inputs,
+                                                    strict=True))
+                     for o, op in enumerate(self.graph))
+
+    @functools.cached_property
+    def computed_whole(self) -> tuple[bool, ...]:
+        """Per op, whether every group holding it computes all its output rows: a network
+        output, or read over all its rows by an op itself computed whole (down such a chain of
+        reads a tensor leaves the group, computed whole, and each read needs every row of the
+        one before). Every op of the zoo's CNNs and of BERT; not the ViT encoder, whose only
+        way out is the class-token slice."""
+        graph, out = self.graph, [False] * len(self.graph)
+        for o in reversed(range(len(graph))):  # ids are topological
+            out[o] = o in graph.output_set or any(
+                out[r] and _covers(self.lo[r][k], self.hi[r][k], self.height_of[o])
+                for r in graph.successors(o)
+                for k, ref in enumerate(graph[r].inputs) if ref == o)
+        return tuple(out)
+
     def whole_from_rows(self, o: int) -> bool:
         """Whether op `o` makes one row of inputs of several (its rows start anew: a global
         pooling, a flatten). A slice keeping one row of its input (ViT's class token) does
@@ -240,6 +268,11 @@ class RowDeps:
 def row_deps(graph: ComputeGraph) -> RowDeps:
     """The (cached) row dependencies of `graph`."""
     return RowDeps(graph)
+
+
+def _covers(lo: np.ndarray, hi: np.ndarray, h_in: int) -> bool:
+    """Whether the windows [lo[r], hi[r]] (both non-decreasing) read every one of h_in rows."""
+    return bool(lo[0] == 0 and hi[-1] == h_in - 1 and (lo[1:] <= hi[:-1] + 1).all())
 
 
 def _last_reader(lo: np.ndarray, h_in: int) -> np.ndarray:
