@@ -18,8 +18,11 @@ An op runs on its own (every op of a layer-by-layer plan; an unfusable op of a f
   op (depthwise or grouped convolution, pooling, elementwise, resize, concatenation along
   channels, global pooling) tiles by channel blocks and row bands and re-reads nothing but its
   halo rows; a layout op (flatten, transpose, a slice or pad across channels) is copied in
-  chunks; softmax, normalisations (their statistics span channels or the map), products of two
-  activations and opaque ops cannot be tiled and run whole.
+  chunks; a softmax or normalisation over trailing axes (attention's softmax, LayerNorm on
+  tokens, GroupNorm) in chunks of whole lines; a product of two activations (attention) head
+  by head, the second operand's head resident and the first's rows streamed; other
+  normalisations (their statistics span the rows), other products of two activations and
+  opaque ops cannot be tiled and run whole.
 
 If even the smallest tile does not fit (one output row of one output channel and one input
 channel), the op cannot run: its cost has `fits = False`, `Failure.TILE_OVER_BUFFER` and a
@@ -81,7 +84,13 @@ class LoopOrder(StrEnum):
     """Channel-separable op: channel blocks outer (their weights resident), row bands inner:
     only halo rows are re-read."""
     CHUNKS = "chunks"
-    """Layout op: copied in chunks of its elements; nothing is re-read."""
+    """Layout op: copied in chunks of its elements; a softmax or normalisation over its
+    trailing axes: computed in chunks of whole lines (the elements one statistic spans);
+    nothing is re-read."""
+    HEADS = "heads"
+    """Product of two activations (attention's Q K^T and P V): per head (the leading axes),
+    the second operand's slice resident (read once), the first operand's rows streamed in
+    chunks and the output rows written: every tensor crosses DRAM once."""
     WHOLE = "whole"
     """An op that cannot be tiled (softmax, opaque): all of it at once."""
 
@@ -364,7 +373,15 @@ class Layer:
 
     def _init_chunks(self) -> None:
         self.shared = self.weights
-        self.lines = max(1, self.out_elems)  # the smallest chunk is one element
+        # the smallest chunk: one element, or one line of a softmax / normalisation
+        self.line = _line_elems(self.op)
+        self.lines = max(1, self.out_elems // self.line)
+
+    def _init_heads(self) -> None:
+        (sa, sb), so = self.op.input_shapes, self.op.output_shape
+        self.heads = math.prod(so[:-2])
+        self.m_rows, self.k, self.n = int(sa[-2]), int(sa[-1]), int(sb[-1])
+        self.shared = self.weights  # none in practice
 
     def _init_whole(self) -> None:
         self.shared = self.weights
@@ -599,11 +616,15 @@ class Layer:
         return np.maximum.reduceat(per, st["starts"])
 
     def chunk_split(self, n: int) -> tuple[np.ndarray, list[np.ndarray]]:
-        """Output and per-input elements of each of `n` chunks (even splits)."""
+        """Output and per-input elements of each of `n` chunks (even splits; of whole lines
+        for a softmax or normalisation)."""
         j = np.arange(n + 1, dtype=np.int64)
+        lines = self.lines
 
         def split(total: int) -> np.ndarray:
-            return np.diff(j * total // n)
+            if self.line == 1:
+                return np.diff(j * total // n)
+            return np.diff(j * lines // n) * (total // lines)
 
         return split(self.out_elems), [split(math.prod(self.shapes[r])) for r in self.refs]
 
@@ -615,15 +636,20 @@ class Layer:
         d = self.d
 
         def bound(n: int) -> int:  # an upper bound of the chunk need, non-increasing in n
+            if self.line > 1:  # whole lines: the largest chunk has ceil(lines / n) of them
+                per_line = (self.out_elems + sum(map(math.prod, self.shapes.values()))) \
+                    // self.lines
+                return d * (-(-self.lines // n) * per_line + self.shared)
             return d * (-(-self.out_elems // n) + sum(-(-math.prod(s) // n)
                                                       for s in self.shapes.values())
                         + self.shared)
 
         lo, hi = 1, self.lines
         if bound(hi) > buffer:
+            smallest = "1 element" if self.line == 1 else f"1 line of {self.line:,} elements"
             return self._result(LoopOrder.CHUNKS, buffer, self._chunk_need(hi),
                                 d * self.shared, self.ideal_read(), d * self.weights,
-                                bands=hi, smallest="1 element")
+                                bands=hi, smallest=smallest)
         while lo < hi:  # the fewest chunks whose bound fits
             mid = (lo + hi) // 2
             if bound(mid) <= buffer:
@@ -632,6 +658,27 @@ class Layer:
                 lo = mid + 1
         return self._result(LoopOrder.CHUNKS, buffer, self._chunk_need(lo), d * self.shared,
                             self.ideal_read(), d * self.weights, bands=lo)
+
+    def heads_need(self, rows: int) -> int:
+        """Bytes a head holds with `rows` rows of the first operand per chunk: the second
+        operand's head, the chunk and its output rows."""
+        return self.d * (self.k * self.n + rows * (self.k + self.n) + self.shared)
+
+    def _tile_heads(self, buffer: int) -> LayerTiling:
+        lo, hi = 1, self.m_rows  # the most rows per chunk that fit (the need grows with them)
+        if self.heads_need(1) > buffer:
+            return self._result(LoopOrder.HEADS, buffer, self.heads_need(1), self.d * self.shared,
+                                self.ideal_read(), self.d * self.weights, band_rows=1,
+                                bands=self.m_rows, out_block=1, out_blocks=self.heads,
+                                smallest="one head of the second operand and one row")
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            lo, hi = (mid, hi) if self.heads_need(mid) <= buffer else (lo, mid - 1)
+        rows, count = _fit_count(self.m_rows, np.array([lo]))
+        return self._result(LoopOrder.HEADS, buffer, self.heads_need(int(rows[0])),
+                            self.d * self.shared, self.ideal_read(), self.d * self.weights,
+                            band_rows=int(rows[0]), bands=int(count[0]), out_block=1,
+                            out_blocks=self.heads)
 
     def _tile_whole(self, buffer: int) -> LayerTiling:
         d = self.d
@@ -664,8 +711,41 @@ def _form(op: Op) -> str:
             s[1] in (op.output_shape[1], 1) for s in op.input_shapes) and any(
             s[1] == op.output_shape[1] for s in op.input_shapes):
         return "channels"
+    if kind is OpKind.MATMUL and len(op.input_shapes) == 2 and len(set(op.inputs)) == 2:
+        (sa, sb), so = op.input_shapes, op.output_shape
+        if len(sa) == len(sb) == len(so) >= 2 and sa[:-2] == sb[:-2] == so[:-2] \
+                and sa[-1] == sb[-2] and so[-2:] == (sa[-2], sb[-1]):
+            return "heads"
+    if kind in (OpKind.SOFTMAX, OpKind.NORM) and _line_elems(op) > 1:
+        return "chunks"
     if kind in (OpKind.SOFTMAX, OpKind.OPAQUE, OpKind.LINEAR, OpKind.CONV, OpKind.DWCONV,
                 OpKind.GLOBAL_POOL, OpKind.POOL, OpKind.RESIZE, OpKind.NORM, OpKind.MATMUL):
         return "whole"
     return "chunks"  # reshape, transpose, concat/slice/pad across axes, elementwise on vectors
 
+
+
+def _line_elems(op: Op) -> int:
+    """Elements of one line of a softmax or normalisation whose statistics span trailing axes
+    of its input (a GroupNorm group: its channels of the map), the unit it can be chunked by;
+    1 for any other op (layout ops chunk by elements), 0 when the reduced axes are not
+    trailing (it cannot be chunked)."""
+    if op.kind not in (OpKind.SOFTMAX, OpKind.NORM):
+        return 1
+    shape = op.input_shapes[0]
+    rank = len(shape)
+    if op.kind is OpKind.SOFTMAX:
+        axes = {int(op.attr("axis", -1)) % rank}
+    else:
+        raw = op.attr("axes")
+        axes = set(range(rank)) if raw is None else {
+            int(a) % rank for a in (raw if isinstance(raw, (tuple, list)) else (raw,))}
+    first = min(axes, default=rank)
+    if axes != set(range(first, rank)) or len(op.inputs) != 1 \
+            or tuple(shape) != tuple(op.output_shape):
+        return 0
+    groups = int(op.attr("groups", 1) or 1) if op.kind is OpKind.NORM else 1
+    line = math.prod(shape[first:])
+    if first == 1 and groups > 1 and line % groups == 0:  # a GroupNorm group
+        line //= groups
+    return line

@@ -15,7 +15,10 @@ double-buffered, so the next tile's loads start when the previous tile is done.
 * Channel-separable ops (`LoopOrder.CHANNELS`): per channel block, its weights and per-channel
   vectors (the SE scale) are loaded once; per row band its input rows are loaded, the output
   rows computed and written; a global pooling holds its running sums over the bands instead.
-* Layout ops (`LoopOrder.CHUNKS`): chunk by chunk, input elements in, output elements out.
+* Layout ops, softmaxes and normalisations over trailing axes (`LoopOrder.CHUNKS`): chunk by
+  chunk (of elements, or of whole lines), input elements in, output elements out.
+* Products of two activations (`LoopOrder.HEADS`): per head, the second operand's head loaded
+  and held; chunk by chunk the first operand's rows in, the output rows out.
 * `LoopOrder.WHOLE`: everything at once.
 
 Rows of an input that no band reads (a stride skipping the last rows) are read with the last
@@ -92,6 +95,8 @@ class _Run:
                                            self.w_name)
         if self.t.order is LoopOrder.CHUNKS:
             yield from self._chunks()
+        elif self.t.order is LoopOrder.HEADS:
+            yield from self._heads()
         elif self.t.order is LoopOrder.WHOLE:
             yield from self._whole()
         elif self.t.order is LoopOrder.CHANNELS:
@@ -247,6 +252,26 @@ class _Run:
             yield from m.free(xs)
             yield from self._write(out)
             yield from m.free(out)
+
+    def _heads(self) -> Generator[Any, Any, None]:
+        L, d, m = self.layer, self.d, self.m
+        a_ref, b_ref = L.op.inputs
+        a_name, b_name = self.names[a_ref], self.names[b_ref]
+        held = d * L.k * L.n
+        for h in range(L.heads):
+            b_ready = yield from self._load(held, f"head {h} of {b_name!r}", b_name)
+            for r0, rows in _ranges(L.m_rows, self.t.band_rows):
+                x = d * rows * L.k
+                got = yield from self._load(x, f"rows {r0}.. of head {h} of {a_name!r}",
+                                            a_name)
+                out = d * rows * L.n
+                yield from m.alloc(out, f"rows {r0}.. of head {h} of {self.op.name!r}")
+                yield from m.wait_until(max(self.ready, b_ready, got))
+                yield from self._compute(rows, L.heads * L.m_rows, x + held)
+                yield from m.free(x)
+                yield from self._write(out)
+                yield from m.free(out)
+            yield from m.free(held)
 
     def _whole(self) -> Generator[Any, Any, None]:
         L, d, m = self.layer, self.d, self.m

@@ -180,10 +180,67 @@ def test_layout_ops_copy_in_chunks_and_untileable_ops_say_so():
         LoopOrder.CHUNKS, 4, 12544, 25088, 25088)
     report = simulate(g, layer_by_layer(g), hw(64 * 1024), "lbl")
     assert report.groups[0].dram_bytes == 2 * 25088
-    t = layer_tiling(g, 1, hw(16 * 1024))
+    t = layer_tiling(g, 1, hw(16 * 1024))  # a softmax over the whole vector: one line
     assert not t.fits and t.reason == (
-        "'softmax' cannot run layer by layer: its smallest tile (the whole softmax op) "
+        "'softmax' cannot run layer by layer: its smallest tile (1 line of 25,088 elements) "
         "needs 50,176 B > buffer 16,384 B")
+
+
+# --- token ops on their own: attention's products, softmax and LayerNorm ---------------------
+
+
+def attention_graph() -> ComputeGraph:
+    """Q (1x2x4x3: 2 heads, 4 tokens, 3 channels) times K^T (1x2x3x5: 5 keys), then the
+    softmax over the keys."""
+    b = GraphBuilder("attention")
+    b.add_input("q", (1, 2, 4, 3))
+    b.add_input("kt", (1, 2, 3, 5))
+    b.add_op("scores", OpKind.MATMUL, "matmul", ["q", "kt"], (1, 2, 4, 5), macs=2 * 4 * 5 * 3)
+    b.add_op("softmax", OpKind.SOFTMAX, "softmax", ["scores"], (1, 2, 4, 5), {"axis": 3})
+    return b.build(["softmax"])
+
+
+def test_attention_product_runs_head_by_head_with_the_keys_resident():
+    # One head of K^T (3 x 5 = 15 B) stays on chip while Q's rows stream: r rows need
+    # 15 + r (3 + 5) B. At 35 B, r <= 2.5: chunks of 2 rows (2 per head, 4 tiles), 31 B, every
+    # tensor read once (Q 24 B, K^T 30 B, scores 40 B written). The single-op LBDF group (K^T
+    # held whole, 30 B, plus rows) needs 40 B, so it does not stream at 35 B.
+    g = attention_graph()
+    t = layer_tiling(g, 0, hw(35))
+    assert _figures(t) == (LoopOrder.HEADS, 2, 2, 1, 2, 0, 1, 31, 54, 0, 40)
+    assert t.tiles == 4 and t.reread_act == 0
+    # one row and one head of K^T: 15 + 8 = 23 B
+    t = layer_tiling(g, 0, hw(22))
+    assert not t.fits and t.reason == (
+        "'scores' cannot run layer by layer: its smallest tile (one head of the second operand "
+        "and one row) needs 23 B > buffer 22 B")
+    report = simulate(g, layer_by_layer(g), hw(35), "lbl")
+    assert report.groups[0].peak_buffer_bytes == 31 and report.groups[0].dram_bytes == 94
+    assert report.groups[0].dram_read == {"q": 24, "kt": 30}
+    assert max(level for _, level in report.occupancy) <= 35
+
+
+def test_token_softmax_and_layernorm_run_in_chunks_of_whole_lines():
+    # softmax over the 5 keys of 2 x 4 query rows: 8 lines of 5; a chunk of c lines holds
+    # 10 c B (in and out). At 12 B: one line per chunk, 8 chunks, 10 B.
+    g = attention_graph()
+    t = layer_tiling(g, 1, hw(12))
+    assert _figures(t) == (LoopOrder.CHUNKS, 0, 8, 0, 1, 0, 1, 10, 40, 0, 40)
+    # LayerNorm over the 5 channels of 4 tokens, 10 weights held: 10 + 10 c B; at 22 B, c = 1
+    b = GraphBuilder("ln")
+    b.add_input("x", (1, 4, 5))
+    b.add_op("ln", OpKind.NORM, "layernorm", ["x"], (1, 4, 5),
+             {"axes": (2,), "eps": 1e-5, "affine": True}, weight_elems=10)
+    ln = b.build(["ln"])
+    t = layer_tiling(ln, 0, hw(22))
+    assert _figures(t) == (LoopOrder.CHUNKS, 0, 4, 0, 1, 0, 1, 20, 20, 10, 20)
+    report = simulate(ln, layer_by_layer(ln), hw(22), "lbl")
+    assert report.groups[0].peak_buffer_bytes == 20 and report.groups[0].dram_bytes == 50
+    # statistics over the rows (a norm over the tokens) cannot be chunked by lines
+    b = GraphBuilder("ln_rows")
+    b.add_input("x", (1, 4, 5))
+    b.add_op("ln", OpKind.NORM, "layernorm", ["x"], (1, 4, 5), {"axes": (1,)}, weight_elems=0)
+    assert Layer(b.build(["ln"]), 0, 1).form == "whole"
 
 
 # --- the model over the zoo ------------------------------------------------------------------

@@ -93,3 +93,22 @@ def _agree(name: str, scheme: str, granularity: str, buffer: int, longest: int =
     assert report.dram_bytes == analytic.dram_bytes
     assert [g.peak_buffer_bytes for g in report.groups] == \
         [analytic.groups[g.index].buffer_bytes for g in report.groups]
+
+
+@pytest.mark.slow
+def test_long_sequences_run_token_ops_tiled_on_their_own():
+    """bert_base at 512 tokens on 128 KiB, layer by layer: the attention products (12 heads of
+    512 x 512 scores, 3 MiB) run head by head (they ran whole, so no plan could run), the
+    softmaxes and LayerNorms stream their rows or run in chunks of lines, nothing runs whole,
+    and the simulator agrees byte for byte."""
+    from simulator.cost.lbl import LoopOrder, layer_tiling
+
+    graph = _graph("bert_base@512")
+    config = hw(128 * 1024)
+    orders: dict[OpKind, set[LoopOrder]] = {}
+    for op in graph:
+        orders.setdefault(op.kind, set()).add(layer_tiling(graph, op.id, config).order)
+    assert orders[OpKind.MATMUL] == {LoopOrder.HEADS}
+    assert orders[OpKind.SOFTMAX] | orders[OpKind.NORM] <= {LoopOrder.STREAM, LoopOrder.CHUNKS}
+    assert LoopOrder.WHOLE not in set().union(*orders.values())
+    _agree("bert_base@512", "lbl", "pixel", 128 * 1024)
