@@ -178,6 +178,8 @@ def parse_axis(axis: str, value: Any) -> list[Any]:
     Raises:
         InputError: a bad range or size, quoting it.
     """
+    if axis == "input_shape":
+        return _shapes(value)
     if isinstance(value, (list, tuple)):
         return [v for item in value for v in parse_axis(axis, item)]
     if value is None or isinstance(value, bool) or not isinstance(value, str):
@@ -196,6 +198,35 @@ def parse_axis(axis: str, value: Any) -> list[Any]:
     if not values:
         raise InputError(f"axis {axis!r}: no values in {value!r}")
     return values
+
+
+_DIM = re.compile(r"^(\d+|[A-Za-z_]\w*)$")
+
+
+def _shapes(value: Any) -> list[Any]:
+    """Values of the ``input_shape`` axis: one shape per list item (``"1,3,128,128"`` or
+    ``[1, 3, 128, 128]``), or shapes separated by ``;`` in one string (the command line's
+    ``--input-shape "1,3,128,128;1,3,256,256"``); a comma never separates two values here."""
+    if value is None:
+        return [None]
+    if isinstance(value, (list, tuple)):
+        if value and all(isinstance(v, int) and not isinstance(v, bool) for v in value):
+            return [",".join(str(v) for v in value)]
+        return [v for item in value for v in _shapes(item)]
+    if not isinstance(value, str) or isinstance(value, bool):
+        raise InputError(f"axis 'input_shape': {value!r} is not a shape such as 1,3,224,224")
+    out: list[Any] = []
+    for part in (p.strip() for p in value.split(";")):
+        if not part:
+            continue
+        dims = [d.strip() for d in part.split(",")]
+        if not all(_DIM.match(d) for d in dims):
+            raise InputError(f"axis 'input_shape': {part!r} is not a shape such as 1,3,224,224 "
+                             "(dimensions separated by commas, shapes by ';' or list items)")
+        out.append(",".join(dims))
+    if not out:
+        raise InputError(f"axis 'input_shape': no shape in {value!r}")
+    return out
 
 
 def canonical_axis(name: str) -> str:

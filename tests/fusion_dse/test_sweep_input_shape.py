@@ -76,3 +76,17 @@ def test_a_zoo_point_binds_to_the_zoo_graph_at_its_shape():
     row = run_point(_point("squeezenet1_1", "1,3,16,64"), "k")  # a dimension vanishes
     assert row["status"] == "failed" and "BindingError" in row["error"]
     assert "makes dimension 2 of op" in row["error"]
+
+
+def test_an_input_shape_axis_keeps_each_shape_whole():
+    """'1,3,128,128' is one shape, not four values (the spec's axis was split at its commas
+    into the points '1', '3', '128' and '128'); shapes are list items or ';'-separated."""
+    from fusion_dse.sweep.spec import InputError, SweepSpec, expand, spec_from_flags
+
+    spec = SweepSpec(name="s", axes={"models": "resnet18",
+                                     "input_shape": ["1,3,64,64", [1, 3, 96, 96]]})
+    assert [p.input_shape for p in expand(spec)] == ["1,3,64,64", "1,3,96,96"]
+    flags = spec_from_flags("s", {"models": "resnet18", "input_shape": "1,3,64,64; 1,3,H,W"})
+    assert [p.input_shape for p in expand(flags)] == ["1,3,64,64", "1,3,H,W"]
+    with pytest.raises(InputError, match="'1,3,6a4' is not a shape"):
+        expand(spec_from_flags("s", {"models": "resnet18", "input_shape": "1,3,6a4"}))
