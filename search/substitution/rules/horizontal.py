@@ -15,6 +15,11 @@ the merged convolution's weights and biases are theirs concatenated on C_out.
 * case ``slice``: any other siblings: the merged convolution is followed by one channel slice
   per sibling, named like it, so that its readers are unchanged (`eliminate-concat-slices`
   removes slices that a concat joins again).
+* linear layers (operator fission §2.1.2, horizontal MatMul fusion): sibling linear layers
+  reading one tensor with the same epilogue (attention's Q, K and V projections) become one
+  linear layer whose weights are theirs concatenated on the output features, followed by one
+  slice per sibling along the last axis (case ``slice``); the MACs are unchanged and the shared
+  input is read once.
 
 The merged convolution does more MACs when kernels were enlarged; the ``substitute`` stage's
 search decides whether the fusion pays.
@@ -97,6 +102,14 @@ def merged_window(convs: Sequence[Op]) -> Window | None:
                   tuple(zip(rows[3], cols[3], strict=True)))
 
 
+def _linear_key(op: Op) -> tuple | None:
+    """What sibling linear layers must share to merge (None: not a mergeable linear layer)."""
+    if op.kind is not OpKind.LINEAR or len(op.inputs) != 1 or not op.weight_elems \
+            or op.input_shapes[0][:-1] != op.output_shape[:-1]:
+        return None
+    return ("linear", op.inputs[0], op.output_shape[:-1], op.attrs)
+
+
 def _conv_key(op: Op) -> tuple | None:
     """What siblings must share to merge (None: not a mergeable convolution)."""
     if op.kind is not OpKind.CONV or op.groups != 1 or len(op.inputs) != 1 \
@@ -176,10 +189,11 @@ class HorizontalFusion:
     def _sibling_groups(self, graph: ComputeGraph) -> list[list[Op]]:
         groups: dict[tuple, list[Op]] = {}
         for op in graph.ops:
-            key = _conv_key(op)
+            key = _conv_key(op) or _linear_key(op)
             if key is not None:
                 groups.setdefault(key, []).append(op)
-        return [g for g in groups.values() if len(g) >= 2 and merged_window(g) is not None]
+        return [g for g in groups.values() if len(g) >= 2 and (
+            g[0].kind is OpKind.LINEAR or merged_window(g) is not None)]
 
     def find(self, graph: ComputeGraph, ctx: RuleContext) -> list[Match]:
         found = []
@@ -232,6 +246,15 @@ class HorizontalFusion:
         return rebuild(graph, replaced, rule=self.name)
 
     def _merged_spec(self, graph: ComputeGraph, convs: Sequence[Op]) -> OpSpec:
+        first = convs[0]
+        if first.kind is OpKind.LINEAR:
+            out = (*first.output_shape[:-1], sum(c.output_shape[-1] for c in convs))
+            return new_spec(
+                unique_name(graph, "+".join(c.name for c in convs)), OpKind.LINEAR, "linear",
+                [tensor_name(graph, first.inputs[0])], out,
+                weight_elems=sum(c.weight_elems for c in convs),
+                macs=sum(c.macs for c in convs),
+                attrs=with_attrs(first.attrs, **{EPILOGUE: epilogue(first)}))
         window = merged_window(convs)
         first = convs[0]
         c_in = first.input_shapes[0][1]
@@ -249,10 +272,11 @@ class HorizontalFusion:
     @staticmethod
     def _slices(merged: str, convs: Sequence[Op]) -> list[OpSpec]:
         slices, start = [], 0
+        axis = len(convs[0].output_shape) - 1 if convs[0].kind is OpKind.LINEAR else 1
         for c in convs:
-            end = start + c.output_shape[1]
+            end = start + c.output_shape[axis]
             slices.append(new_spec(c.name, OpKind.SLICE, "slice", [merged], c.output_shape,
-                                   attrs={"axis": 1, "start": start, "end": end, "step": 1}))
+                                   attrs={"axis": axis, "start": start, "end": end, "step": 1}))
             start = end
         return slices
 
@@ -261,6 +285,15 @@ class HorizontalFusion:
 
         _, _, run = self._resolve(graph, match)
         convs = [b.conv for b in run]
+        merged = self._merged_spec(graph, convs).name
+        if convs[0].kind is OpKind.LINEAR:
+            ps = [params[c.name] for c in convs]
+            put = {"weight": torch.cat([p["weight"].float() for p in ps])}
+            if any("bias" in p for p in ps):
+                put["bias"] = torch.cat([p["bias"].float() if "bias" in p else
+                                         torch.zeros(c.output_shape[-1])
+                                         for p, c in zip(ps, convs, strict=True)])
+            return updated_params(params, drop=[c.name for c in convs], put={merged: put})
         window = merged_window(convs)
         c_in = convs[0].input_shapes[0][1]
         weights, biases = [], []
@@ -274,7 +307,6 @@ class HorizontalFusion:
         put = {"weight": torch.cat(weights)}
         if any(_has_bias(c) for c in convs):
             put["bias"] = torch.cat(biases)
-        merged = self._merged_spec(graph, convs).name
         return updated_params(params, drop=[c.name for c in convs], put={merged: put})
 
 

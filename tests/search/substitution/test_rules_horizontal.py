@@ -153,3 +153,27 @@ def test_squeezenet_fire_merge_keeps_the_network_output(check):
     match = next(m for m in RULE.find(g, CTX) if m.arg("case") == "concat")
     new = check(g, RULE, match)
     assert len(new) == len(g) - 3  # two convs, two relus and the concat: a conv and a relu
+
+
+def test_attention_projections_merge_into_one_linear_then_slice(check):
+    """Q, K and V of each attention layer read one tensor: one linear layer of 3 x the width
+    (their weights concatenated) and three slices along the last axis; the executor's output
+    is unchanged and the MACs and weights too."""
+    import torch
+
+    from simulator.workload.torch_import import from_torch
+    from simulator.workload.zoo.bert import BertEncoder
+
+    torch.manual_seed(0)
+    g = from_torch(BertEncoder(2, 8, 2, 16).eval(), (1, 8, 8), name="tiny-bert")
+    linear = [m for m in RULE.find(g, CTX) if g.ops[g.id_of(m.ops[0])].kind is OpKind.LINEAR]
+    assert [len(m.ops) for m in linear] == [3, 3]  # Q, K, V of each layer
+    q, k, v = (g.ops[g.id_of(n)] for n in linear[0].ops)
+    new = check(g, RULE, linear[0])
+    merged = new.ops[new.id_of("+".join(linear[0].ops))]
+    assert merged.output_shape == (1, 8, 24) and merged.kind is OpKind.LINEAR
+    assert merged.weight_elems == q.weight_elems + k.weight_elems + v.weight_elems
+    assert merged.macs == q.macs + k.macs + v.macs
+    sliced = new.ops[new.id_of(q.name)]
+    assert (sliced.kind, sliced.attr("axis"), sliced.attr("start"), sliced.attr("end")) == (
+        OpKind.SLICE, 2, 0, 8)
