@@ -3,12 +3,16 @@ tiny encoder layer and the worked example's F_beta and F_D, derived by hand."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 import torch
 
-from simulator.cost import lbdf
+from simulator.cost import brr, lbdf
 from simulator.cost.rows import row_deps
+from simulator.engine import simulate
 from simulator.hw import HardwareConfig
+from simulator.plan import PartitionPlan
 from simulator.workload.torch_import import from_torch
 from simulator.workload.zoo.bert import BertLayer
 
@@ -57,3 +61,52 @@ def test_attention_core_worked_example(layer):
     cost = lbdf.group_cost(layer, ops, _hw("row"))
     assert cost.dram_act_read == 96 and cost.dram_write == 32 and cost.dram_weight_read == 0
     assert cost.buffer_bytes == 96
+
+
+def test_attention_core_brr_worked_example(layer):
+    """The same group under BRR (docs/cost-model.md 9.7, "BRR, the same group"): every tensor
+    has 4 rows of 8 B; a tile needs its band of query rows of Q, S, the scaled S, P and O, and
+    all 4 rows of K^T and V (read whole by every query row), so K^T and V are re-read per tile.
+    Q and K^T are held at S's position only, V at P V's only; A = a row of Q, K^T, V, O = 32 B."""
+    name = {op.name: op.id for op in layer}
+    ops = tuple(name[n] for n in ("matmul", "mul", "softmax", "matmul_1"))
+    q, kt, v, o = name["permute"], name["transpose"], name["permute_2"], name["matmul_1"]
+    regions = brr.tile_regions(layer, ops, 2)
+    first, last = regions.first, regions.last
+    assert (first[q].tolist(), last[q].tolist()) == ([0, 2], [1, 3])  # the query rows
+    assert (first[o].tolist(), last[o].tolist()) == ([0, 2], [1, 3])  # O's bands
+    for whole in (kt, v):  # all the keys, in both tiles
+        assert (first[whole].tolist(), last[whole].tolist()) == ([0, 0], [3, 3])
+    # (T, F_beta, act reads), no weights; MACs 2 matmuls x 2 heads x 4 x 4 x 4 = 256, no halo
+    figures = [
+        (1, 128, 96),   # Q 32 + K^T 32 + S 32 + A 32 = 128; reads 32 + 32 + 32
+        (2, 96, 160),   # Q 16 + K^T 32 + S 16 + A 32 = 96; reads 32 + 2 x 32 + 2 x 32
+        (4, 80, 288),   # Q 8 + K^T 32 + S 8 + A 32 = 80; reads 32 + 4 x 32 + 4 x 32
+    ]
+    for tiles, need, act in figures:
+        t = brr.tile_cost(layer, ops, tiles, _hw("row"))
+        assert (t.buffer_elems, t.act_read_elems, t.weight_read_elems, t.macs) == (
+            need, act, 0, 256)
+        assert t.allowance_elems == 32 and t.weights == ()
+        # positions S, x 0.5, softmax, P V: the scores' positions hold two score bands + A
+        band = 32 // tiles
+        assert brr.position_needs(layer, ops, t)[:, 0].tolist() == [
+            need, 2 * band + 32, 2 * band + 32, need]
+    # the search (T_max = 4: counts 1, 2, 4): F_D = act reads + O written (32 B)
+    for buffer, tiles, need, dram in [
+            (128, 1, 128, 128),  # T = 1 fits: 96 + 32
+            (96, 2, 96, 192),    # T = 1 needs 128 > 96; T = 2 (160 + 32) beats T = 4 (288 + 32)
+            (80, 4, 80, 320)]:   # only T = 4 fits: 288 + 32
+        config = replace(_hw("row"), buffer_bytes=buffer)
+        cost = brr.group_cost(layer, ops, config)
+        assert (cost.fits, cost.tiles, cost.buffer_bytes, cost.dram_bytes, cost.dram_write) == (
+            True, tiles, need, dram, 32)
+        plan = PartitionPlan.of([ops] + [[op.id] for op in layer if op.id not in ops])
+        report = simulate(layer, plan, config, "brr", record=False)
+        (group,) = [g for g in report.groups if g.ops == ops]
+        assert (group.tiles, group.dram_bytes, group.peak_buffer_bytes) == (tiles, dram, need)
+        assert group.dram_read == {"permute": 32, "transpose": 32 * tiles,
+                                   "permute_2": 32 * tiles}
+    short = brr.group_cost(layer, ops, replace(_hw("row"), buffer_bytes=79))
+    assert (short.fits, short.tiles, short.buffer_bytes) == (False, 4, 80)
+    assert short.reason == "needs 80 B at best (4 tiles) > buffer 79 B"
