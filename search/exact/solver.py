@@ -383,9 +383,9 @@ def solve(graph: ComputeGraph, cache: CostCache, space: CandidateSpace, *,
     path, states = search.run()
     costed = search.costed
     bound = search.bound
-    if budget.reason:
-        budget.reason = (f"{budget.reason}: optimal among the {costed:,} sets costed; the "
-                         f"optimum is >= {bound:,} B")
+    if budget.reason:  # the bound holds over the sets enumerated: all of them, or not a bound
+        claim = f"; the optimum is >= {bound:,} B" if space.complete else ""
+        budget.reason = f"{budget.reason}: optimal among the {costed:,} sets costed{claim}"
     return ExactResult(
         plan=_plan(path), dram_bytes=sum(c.dram_bytes for c in path),
         cycles=sum(c.cycles for c in path), mbu_bytes=_mbu(path), candidates=len(space),

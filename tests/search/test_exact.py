@@ -389,6 +389,19 @@ def test_costing_cap_is_reported(hw):
     assert capped.bound_bytes is not None
     assert capped.bound_bytes <= full.dram_bytes < capped.dram_bytes
     assert full.optimal and full.bound_bytes is None
+    assert f"the optimum is >= {capped.bound_bytes:,} B" in capped.cap_reason
+
+
+def test_both_caps_claim_no_bound(hw):
+    """With the enumeration capped too, the costing cap's key bounds only the sets found: no
+    bound is claimed (bert_base BRR claimed 'the optimum is >= 86,235,648 B' and local search
+    then found 85,449,216 B)."""
+    graph = SMALL_NETS["fire"]()
+    cache = CostCache(graph, hw(3_000), "brr")
+    space = enumerate_space(graph, cache, max_sets=len(graph) + 3)
+    capped = solve(graph, cache, space, max_costed=len(graph))
+    assert "set cap" in capped.cap_reason and "costing cap" in capped.cap_reason
+    assert capped.bound_bytes is None and ">=" not in capped.cap_reason
 
 
 def test_set_cap_is_reported(hw):
