@@ -9,7 +9,8 @@ Per network, dataflow and input size: the whole-network DRAM of the best plan (m
 seeds, with their min and max; the same value at every seed where `auto` proved the optimum),
 whether it is the proven optimum, the layer-by-layer figure and the compulsory lower bound,
 written as Markdown tables (`resolution.md`, `sequence.md`) and as figures (`resolution.png`,
-`sequence.png`: DRAM against input size, log-log, the lower bound dashed).
+`sequence.png`: DRAM against input size, log-log, with the layer-by-layer figure dotted and
+the compulsory lower bound dashed; both are the same for LBDF and BRR).
 """
 
 from __future__ import annotations
@@ -100,9 +101,8 @@ def figure(t: pd.DataFrame, kind: str, path: Path, title: str) -> None:
                         yerr=[(s["dram_mean"] - s["dram_min"]) / 1e6,
                               (s["dram_max"] - s["dram_mean"]) / 1e6],
                         color=style, marker="o", ms=4, capsize=2, label=f"{scheme.upper()} best")
-            ax.plot(s["x"], s["lbl"] / 1e6, color=style, ls=":", lw=1,
-                    label=f"{scheme.upper()} layer by layer")
-        lb = sub.drop_duplicates("x").sort_values("x")
+        lb = sub.drop_duplicates("x").sort_values("x")  # both dataflows: the same references
+        ax.plot(lb["x"], lb["lbl"] / 1e6, color="0.5", ls=":", lw=1.2, label="layer by layer")
         ax.plot(lb["x"], lb["lower_bound"] / 1e6, color="k", ls="--", lw=1,
                 label="lower bound")
         ax.set_xscale("log", base=2)
