@@ -22,6 +22,7 @@ import sys
 from pathlib import Path
 
 import matplotlib
+import matplotlib.ticker
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
@@ -55,7 +56,9 @@ def summarise(store: Path, kind: str) -> pd.DataFrame:
     df["proven"] = df["summary"].map(
         lambda s: bool(json.loads(s).get("optimum", {}).get("optimal")) if s else False)
     rows = []
-    for (net, scheme, x), g in df.groupby(["network", "scheme", "x"], sort=True):
+    order = {"lbdf": 0, "brr": 1}
+    for (net, _, x), g in df.groupby(["network", df["scheme"].map(order), "x"], sort=True):
+        scheme = str(g["scheme"].iloc[0])
         rows.append({
             "network": net, "scheme": scheme, "x": int(x), "given": int(g["given"].iloc[0]),
             "seeds": len(g), "dram_mean": g["dram_bytes"].mean(),
@@ -70,19 +73,29 @@ def _mb(b: float) -> str:
     return f"{b / 1e6:,.2f}"
 
 
+def _status(r: object) -> str:
+    """Whether the best plan is the optimum: proven by the exact solver at every seed, or equal
+    to the compulsory lower bound (then optimal without a proof by the solver)."""
+    if r.proven:  # type: ignore[attr-defined]
+        return "proven"
+    if r.dram_max == r.lower_bound:  # type: ignore[attr-defined]
+        return "optimal (= lower bound)"
+    return "not proven"
+
+
 def markdown(t: pd.DataFrame, kind: str) -> str:
     xname = "resolution (px)" if kind == "resolution" else "tokens"
-    lines = [f"| network | {xname} | scheme | best DRAM, MB (mean of seeds; min-max) | "
+    lines = [f"| network | {xname} | scheme | seeds | best DRAM, MB (mean of seeds; min-max) | "
              "optimum | layer by layer, MB | lower bound, MB | best / lower bound | "
-             "search s |", "|---|---|---|---|---|---|---|---|---|"]
+             "search s |", "|---|---|---|---|---|---|---|---|---|---|"]
     for r in t.itertuples():
         x = f"{r.x:,}" if kind == "resolution" or r.network != "vit_b_16" \
             else f"{r.x:,} ({r.given} px)"
         spread = "" if r.dram_min == r.dram_max else \
             f" ({_mb(r.dram_min)}-{_mb(r.dram_max)})"
         lines.append(
-            f"| {_NAMES.get(r.network, r.network)} | {x} | {r.scheme.upper()} | "
-            f"{_mb(r.dram_mean)}{spread} | {'proven' if r.proven else 'not proven'} | "
+            f"| {_NAMES.get(r.network, r.network)} | {x} | {r.scheme.upper()} | {r.seeds} | "
+            f"{_mb(r.dram_mean)}{spread} | {_status(r)} | "
             f"{_mb(r.lbl)} | {_mb(r.lower_bound)} | {r.dram_mean / r.lower_bound:.2f}x | "
             f"{r.seconds:.0f} |")
     return "\n".join(lines) + "\n"
@@ -106,6 +119,9 @@ def figure(t: pd.DataFrame, kind: str, path: Path, title: str) -> None:
         ax.plot(lb["x"], lb["lower_bound"] / 1e6, color="k", ls="--", lw=1,
                 label="lower bound")
         ax.set_xscale("log", base=2)
+        xs = sorted(set(sub["x"]))
+        ax.set_xticks(xs, [f"{x:,}" for x in xs], fontsize=7)
+        ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
         ax.set_yscale("log")
         ax.set_title(_NAMES.get(net, net), fontsize=10)
         ax.set_xlabel("input resolution (px)" if kind == "resolution" else "tokens")
