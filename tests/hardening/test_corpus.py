@@ -82,9 +82,12 @@ def test_ctrl_c_while_importing_or_running_is_one_line_and_130(delay, tmp_path):
 
     argv = ["optimize", "resnet18", "--search", "ls", "--budget", "100000", "--no-optimum",
             "--quiet", "--out", "out"]  # runs for minutes: the signal always comes first
+    # SIGINT back to its default in the child: a test run started in the background (nohup,
+    # `cmd &` without job control) passes SIGINT ignored, and Python keeps it ignored
     proc = subprocess.Popen([sys.executable, "-m", "fusion_dse", *argv],
                             cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                            env=corpus.subprocess_env())
+                            env=corpus.subprocess_env(),
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     time.sleep(delay)
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=corpus.TIME_LIMIT_S)
