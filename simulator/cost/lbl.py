@@ -48,7 +48,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from simulator.cost import lbdf
-from simulator.cost.rows import row_deps
+from simulator.cost.rows import reduced_axes, row_deps
 from simulator.cost.traffic import boundary, buffer_traffic_elems
 from simulator.cost.types import Failure, GroupCost, timing
 from simulator.scheme import Scheme
@@ -734,12 +734,7 @@ def _line_elems(op: Op) -> int:
         return 1
     shape = op.input_shapes[0]
     rank = len(shape)
-    if op.kind is OpKind.SOFTMAX:
-        axes = {int(op.attr("axis", -1)) % rank}
-    else:
-        raw = op.attr("axes")
-        axes = set(range(rank)) if raw is None else {
-            int(a) % rank for a in (raw if isinstance(raw, (tuple, list)) else (raw,))}
+    axes = reduced_axes(op, rank)
     first = min(axes, default=rank)
     if axes != set(range(first, rank)) or len(op.inputs) != 1 \
             or tuple(shape) != tuple(op.output_shape):

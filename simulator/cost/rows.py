@@ -26,8 +26,8 @@ import numpy as np
 
 from simulator.workload.graph import ComputeGraph, Op, OpKind, Shape
 
-__all__ = ["RowAxes", "RowDeps", "height", "image_row", "row_axes", "row_deps", "row_elems",
-           "slot_window"]
+__all__ = ["RowAxes", "RowDeps", "height", "image_row", "reduced_axes", "row_axes", "row_deps",
+           "row_elems", "slot_window"]
 
 _WINDOWED = {OpKind.CONV, OpKind.DWCONV, OpKind.POOL}
 _SPATIAL = _WINDOWED | {OpKind.RESIZE, OpKind.PAD}
@@ -300,7 +300,7 @@ def slot_window(op: Op, k: int, axis: int = 0,
         if not (img_in and img_out) or mode not in (SPATIAL, RATIO) or \
                 op.kind is OpKind.TRANSPOSE and tuple(op.attr("perm"))[3] != 3 or \
                 op.kind in (OpKind.NORM, OpKind.SOFTMAX, OpKind.LINEAR, OpKind.MATMUL) and \
-                3 in _op_axes(op, len(s_in)):
+                3 in reduced_axes(op, len(s_in)):
             mode = WHOLE
     else:
         n_in, n_out = height(s_in, a_in), height(s_out, a_out)
@@ -325,7 +325,7 @@ def slot_window(op: Op, k: int, axis: int = 0,
     return np.clip(lo, 0, n_in - 1), np.clip(hi, 0, n_in - 1)
 
 
-def _op_axes(op: Op, rank: int) -> set[int]:
+def reduced_axes(op: Op, rank: int) -> set[int]:
     """The axes an op reduces or contracts over (norm: attr axes; softmax: attr axis; linear,
     matmul: the last)."""
     if op.kind is OpKind.NORM:
