@@ -34,7 +34,7 @@ def _run_evaluate(args: argparse.Namespace) -> str:
 
     model, shape = model_and_shape(args)
     result = evaluate(model, args.hw, args.scheme, args.plan, hw_overrides(args), shape,
-                      args.allow_opaque)
+                      args.allow_opaque, args.graph_stages, args.substitution, args.seed)
     _notes(result.notes)
     if args.format == "json":
         return json.dumps(result.to_dict(), indent=2)
@@ -50,7 +50,7 @@ def _run_simulate(args: argparse.Namespace) -> str:
         check_out_file(args.trace, "--trace")
     model, shape = model_and_shape(args)
     result = simulate(model, args.hw, args.scheme, args.plan, hw_overrides(args), shape,
-                      args.allow_opaque)
+                      args.allow_opaque, args.graph_stages, args.substitution, args.seed)
     _notes(result.evaluation.notes)
     out = json.dumps(result.to_dict(), indent=2) if args.format == "json" \
         else reports.simulation_text(result)

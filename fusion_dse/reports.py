@@ -127,9 +127,26 @@ def evaluation_text(result: Any) -> str:
         "fuseable scope)",
         f"  cycles                {t['cycles']:,}  ({t['cycles'] / hw.clock_hz * 1e3:.3f} ms)",
         f"  energy                {t['energy_pj'] / 1e6:,.3f} uJ",
+        *_graph_lines(result.stages),
         "",
     ]
     return "\n".join(lines) + _text(group_table(result))
+
+
+def _graph_lines(record: Any) -> list[str]:
+    """The graph stages an evaluation ran and, when they rewrote the graph, the imported
+    graph's layer-by-layer traffic, named as such (the references above are the costed
+    graph's)."""
+    if record is None or not record.stages:
+        return []
+    lines = [f"  graph stages          {'+'.join(record.stages)}: {record.ops_before} -> "
+             f"{record.ops_after} ops, {record.rewrites} rewrites (every figure above is "
+             "of the rewritten graph)"]
+    if record.imported_lbl_dram_bytes is not None:
+        lines.append(f"  layer by layer (imported graph)  "
+                     f"{_bytes(record.imported_lbl_dram_bytes)}, fuseable ops "
+                     f"{_bytes(record.imported_lbl_dram_fuseable_bytes)}")
+    return lines
 
 
 def group_table(result: Any) -> pd.DataFrame:

@@ -71,13 +71,19 @@ def _run_sweep(args: argparse.Namespace) -> str:
             plan = plan_sweep(points, opened, args.retry_failed)
         workers = args.workers or (1 if args.scheduler else _cores())
         seconds, timed = estimate_seconds(plan, workers)
+        _, groups = plan.seed_groups()
+        copies = sum(len(m) - 1 for m in groups.values())
+        may = (f" ({copies} of them copied from their lowest seed if its result proves "
+               "seed-free)") if copies else ""
         return (f"sweep {spec.name}: {len(points)} points, {plan.skipped} already in {store}, "
-                f"{len(plan.todo)} to run; about {_duration(seconds)} on {workers} worker(s) "
-                f"(from {timed} timed point(s))")
+                f"{len(plan.todo)} to run{may}; about {_duration(seconds)} on {workers} "
+                f"worker(s) for all of them (from {timed} timed point(s))")
     outcome = run_sweep(points, store, spec.name, args.workers, args.scheduler,
                         args.retry_failed, args.quiet)
     _report_failures(store, outcome.failed)
-    return (f"sweep {spec.name}: {outcome.total} points: {outcome.done} done, "
+    copied = (f" ({outcome.copied} copied from the lowest seed of a result no seed can "
+              "change)") if outcome.copied else ""
+    return (f"sweep {spec.name}: {outcome.total} points: {outcome.done} done{copied}, "
             f"{outcome.failed} failed, {outcome.skipped} skipped (already stored); "
             f"{_duration(outcome.seconds)} on {outcome.workers} worker(s); store {store}")
 
@@ -152,7 +158,8 @@ def _run_compare(args: argparse.Namespace) -> str:
     spec = SweepSpec(name=name, axes={
         "model": [args.model], "hw": [args.hw], "buffer": args.buffers,
         "scheme": args.schemes, "search": [args.search], "repair": [args.repair],
-        "budget": args.budget, "seed": args.seeds})
+        "budget": args.budget, "seed": args.seeds,
+        "graph_stages": [args.graph_stages.replace(",", "+")]})  # one setting, as optimize's
     points = expand(spec)
     store = Path(args.store) if args.store else default_store(name)
     outcome = run_sweep(points, store, name, args.workers, None, quiet=args.quiet)

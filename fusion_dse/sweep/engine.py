@@ -2,7 +2,16 @@
 
 `run_sweep` validates the points, skips those already in the store, submits the rest to
 Dask workers (`point.run_point`, a pure function returning a row) and writes each row into
-the store as it completes (`distributed.as_completed`): the client is the only writer. The
+the store as it completes (`distributed.as_completed`): the client is the only writer.
+
+Points whose result cannot depend on the seed run once (`seed_group`, `seed_free`): the
+points that differ only in seed and may be seed-free (search ``exact``, or ``auto``; not with
+the seeded ``substitute`` graph stage) form a group; its lowest seed runs first, and when its
+row shows the result is seed-free (``exact``; ``auto`` whose path was the proven optimum,
+summary ``search_report.auto_path``) the other seeds are stored as copies of it, their
+``computed_seed`` naming the seed that ran; otherwise they are submitted then. A stored
+seed-free row of the group (an earlier run) serves the same way, so a resumed sweep runs
+nothing it can copy. The
 default cluster is a `distributed.LocalCluster` of N single-threaded worker processes
 (N = CPU cores); ``scheduler="tcp://host:port"`` connects to a running scheduler instead
 (dask-jobqueue, Kubernetes, ``dask scheduler`` + ``dask worker``), whose workers need this
@@ -12,13 +21,14 @@ only).
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +37,43 @@ from fusion_dse.sweep.spec import Point, validate_points
 from fusion_dse.sweep.store import SweepStore, keyed_config, point_key
 from simulator.errors import InputError
 
-__all__ = ["Plan", "SweepOutcome", "estimate_seconds", "plan_sweep", "run_sweep"]
+__all__ = ["SEED_FREE_SEARCHES", "Plan", "SweepOutcome", "estimate_seconds", "plan_sweep",
+           "run_sweep", "seed_free", "seed_group"]
+
+SEED_FREE_SEARCHES = ("exact", "auto")
+"""Searches whose result may not depend on the seed: ``exact`` never reads it; ``auto`` does
+not when its exact path proves the optimum (`seed_free` reads which path it took)."""
+
+
+def seed_group(point: Point) -> Point | None:
+    """The point without its seed, naming the group of points that differ only in seed and
+    whose result may not depend on it; None when it may (a seeded search, the seeded
+    ``substitute`` graph stage) or the point has no seed (lbl)."""
+    if point.seed is None or point.search not in SEED_FREE_SEARCHES \
+            or "substitute" in point.graph_stages.split("+"):
+        return None
+    return replace(point, seed=None)
+
+
+def seed_free(point: Point, row: Mapping[str, Any]) -> bool:
+    """Whether the stored or returned `row` of `point` (a member of a `seed_group`) holds a
+    result no seed can change: ``done``, and search ``exact``, or ``auto`` whose path was the
+    proven exact optimum."""
+    if seed_group(point) is None or row.get("status") != "done":
+        return False
+    if point.search == "exact":
+        return True
+    try:
+        report = json.loads(row.get("summary") or "{}").get("search_report") or {}
+    except (TypeError, ValueError, AttributeError):
+        return False
+    return isinstance(report, dict) and report.get("auto_path") == "exact"
+
+
+def copied_row(row: Mapping[str, Any], key: str) -> dict[str, Any]:
+    """`row` (the run of a seed-free group's lowest seed) as the row of another seed's point:
+    the same figures, blobs, times and worker, keyed `key`, ``computed_seed`` unchanged."""
+    return {**row, "key": key}
 
 
 @dataclass(frozen=True)
@@ -44,6 +90,21 @@ class Plan:
         """Points already in the store that will not run."""
         return len(self.points) - len(self.todo)
 
+    def seed_groups(self) -> tuple[list[int], dict[Point, list[int]]]:
+        """The points to run at once (indices into `points`), and the todo points of each
+        `seed_group`, lowest seed first."""
+        alone: list[int] = []
+        groups: dict[Point, list[int]] = {}
+        for i in self.todo:
+            group = seed_group(self.points[i])
+            if group is None:
+                alone.append(i)
+            else:
+                groups.setdefault(group, []).append(i)
+        for members in groups.values():
+            members.sort(key=lambda i: self.points[i].seed)
+        return alone, groups
+
 
 @dataclass(frozen=True)
 class SweepOutcome:
@@ -56,6 +117,8 @@ class SweepOutcome:
     seconds: float
     workers: int
     dashboard: str | None
+    copied: int = 0
+    """Of `done`, rows stored as copies of a lower seed's seed-free result (not run)."""
 
 
 def plan_sweep(points: Sequence[Point], store: SweepStore, retry_failed: bool = False) -> Plan:
@@ -152,7 +215,7 @@ def run_sweep(points: Sequence[Point], store_path: str | Path, name: str,
     with SweepStore(store_path) as store:
         plan = plan_sweep(points, store, retry_failed)
         started = time.perf_counter()
-        done = failed = 0
+        counts = {"done": 0, "failed": 0, "copied": 0}
         dashboard, n_workers = None, 0
         if plan.todo:
             with _client(workers, scheduler) as client:
@@ -160,26 +223,72 @@ def run_sweep(points: Sequence[Point], store_path: str | Path, name: str,
                 dashboard = _dashboard(client)
                 if dashboard and not quiet:
                     print(f"fusion-dse: Dask dashboard at {dashboard}", file=sys.stderr)
-                futures = {client.submit(run_point, plan.points[i], plan.keys[i],
-                                         key=f"point-{plan.keys[i]}", pure=False): i
-                           for i in plan.todo}
-                with _progress(len(futures), quiet) as bar:
-                    for future in as_completed(futures):
-                        i = futures.pop(future)
-                        row = _result(future, plan.keys[i])
+                with _progress(len(plan.todo), quiet) as bar:
+                    def record(i: int, row: dict[str, Any]) -> None:
                         store.write(plan.points[i], plan.configs[i], row, name)
-                        done += row["status"] == "done"
-                        failed += row["status"] == "failed"
-                        bar.set_postfix_str(f"done {done}, failed {failed}", refresh=False)
+                        counts["done"] += row["status"] == "done"
+                        counts["failed"] += row["status"] == "failed"
+                        copied = row["status"] == "done" \
+                            and row.get("computed_seed") != plan.points[i].seed
+                        counts["copied"] += copied
+                        bar.set_postfix_str(f"done {counts['done']}, failed "
+                                            f"{counts['failed']}, copied {counts['copied']}",
+                                            refresh=False)
                         bar.update(1)
                         if on_row is not None:
                             on_row(row)
+
+                    def submit(i: int) -> Any:
+                        return client.submit(run_point, plan.points[i], plan.keys[i],
+                                             key=f"point-{plan.keys[i]}", pure=False)
+
+                    alone, groups = plan.seed_groups()
+                    futures = {submit(i): i for i in alone}
+                    waiting: dict[int, list[int]] = {}  # a running lowest seed -> the others
+                    for group, members in groups.items():
+                        stored = _stored_seed_free(store, plan, group)
+                        if stored is not None:  # an earlier run's seed-free row serves
+                            for i in members:
+                                record(i, copied_row(stored, plan.keys[i]))
+                            continue
+                        futures[submit(members[0])] = members[0]
+                        waiting[members[0]] = members[1:]
+                    running = as_completed(list(futures))
+                    for future in running:
+                        i = futures.pop(future)
+                        row = _result(future, plan.keys[i], plan.points[i].seed)
+                        record(i, row)
                         future.release()
-    return SweepOutcome(len(plan.points), plan.skipped, done, failed,
-                        time.perf_counter() - started, n_workers, dashboard)
+                        others = waiting.pop(i, [])
+                        if others and seed_free(plan.points[i], row):
+                            for j in others:
+                                record(j, copied_row(row, plan.keys[j]))
+                        else:
+                            for j in others:
+                                new = submit(j)
+                                futures[new] = j
+                                running.add(new)
+    return SweepOutcome(len(plan.points), plan.skipped, counts["done"], counts["failed"],
+                        time.perf_counter() - started, n_workers, dashboard, counts["copied"])
 
 
-def _result(future: Any, key: str) -> dict[str, Any]:
+def _stored_seed_free(store: SweepStore, plan: Plan, group: Point) -> dict[str, Any] | None:
+    """A stored row of `group` (a point of the plan not to run) that is seed-free, if any:
+    the lowest seed's."""
+    stored = sorted((p.seed, k) for p, k in zip(plan.points, plan.keys, strict=True)
+                    if seed_group(p) == group)
+    todo = {plan.keys[i] for i in plan.todo}
+    for seed, key in stored:
+        if key in todo:
+            continue
+        row = store.row(key)
+        if row is not None and seed_free(replace(group, seed=seed), row):
+            ran = row.get("computed_seed")  # NULL in a row of an earlier release
+            return {**row, "computed_seed": seed if ran is None else ran}
+    return None
+
+
+def _result(future: Any, key: str, seed: int | None) -> dict[str, Any]:
     """The row of a finished future; a worker that died is a failed point."""
     try:
         return future.result()
@@ -187,4 +296,4 @@ def _result(future: Any, key: str) -> dict[str, Any]:
         now = time.time()
         return {"key": key, "status": "failed", "started": now, "finished": now,
                 "error": f"{type(err).__name__}: {' '.join(str(err).split())}",
-                "worker": None}
+                "worker": None, "computed_seed": seed}

@@ -29,7 +29,16 @@ _RUN = ["scheme", "search", "repair"]
 
 
 def _done(frame: pd.DataFrame) -> pd.DataFrame:
-    return frame[frame["status"] == "done"]
+    """The finished points, ``graph_stages`` spelled out (``none`` where the store has NULL):
+    figures of different graphs are never mixed in one line, reference or cell."""
+    done = frame[frame["status"] == "done"]
+    stages = done["graph_stages"] if "graph_stages" in done else pd.Series("none", done.index)
+    return done.assign(graph_stages=stages.fillna("none").astype(str))
+
+
+def _stages_label(stages: str, several: bool) -> str:
+    """`` [graph stages X]`` when the store holds several graph-stage settings, else ''."""
+    return f" [{stages}]" if several else ""
 
 
 def _searched(frame: pd.DataFrame) -> pd.DataFrame:
@@ -69,25 +78,25 @@ def _require(frame: pd.DataFrame, what: str) -> None:
 
 
 def tradeoff_data(frame: pd.DataFrame) -> dict[str, pd.DataFrame]:
-    """DRAM against buffer size.
+    """DRAM against buffer size, each line and reference of one graph (graph stages).
 
     Returns:
-        ``lines``: per model, scheme, search, repair and buffer, the mean, min and max DRAM
-        bytes over seeds (``n`` runs); ``references``: per model and buffer, the
-        layer-by-layer DRAM (``lbl``, from lbl points, else the searched points' reference)
-        and the compulsory lower bound (``lower_bound``).
+        ``lines``: per model, scheme, search, repair, graph stages and buffer, the mean, min
+        and max DRAM bytes over seeds (``n`` runs); ``references``: per model, graph stages
+        and buffer, the layer-by-layer DRAM (``lbl``: the lbl points of those graph stages,
+        else the searched points' own reference, costed on the graph they ran on) and the
+        compulsory lower bound (``lower_bound``).
     """
     done, searched = _done(frame), _searched(frame)
     _require(done, "finished points")
-    lines = (searched.groupby(["model", *_RUN, "buffer_bytes"])["dram_bytes"]
+    lines = (searched.groupby(["model", *_RUN, "graph_stages", "buffer_bytes"])["dram_bytes"]
              .agg(mean="mean", min="min", max="max", n="count").reset_index())
-    lbl_points = done[done["search"].isna()]
-    lbl = (lbl_points if len(lbl_points) else done).groupby(["model", "buffer_bytes"])
-    col = "dram_bytes" if len(lbl_points) else "lbl_dram_bytes"
-    refs = pd.DataFrame({"lbl": lbl[col].min(),
-                         "lower_bound": done.groupby(["model", "buffer_bytes"])
-                         ["lower_bound_bytes"].min()}).reset_index()
-    return {"lines": lines, "references": refs}
+    cell = ["model", "graph_stages", "buffer_bytes"]
+    lbl_points = done[done["search"].isna()].groupby(cell)["dram_bytes"].min()
+    own = done.groupby(cell)["lbl_dram_bytes"].min()
+    refs = pd.DataFrame({"lbl": lbl_points.reindex(own.index).fillna(own).astype("Int64"),
+                         "lower_bound": done.groupby(cell)["lower_bound_bytes"].min()})
+    return {"lines": lines, "references": refs.reset_index()}
 
 
 def tradeoff_figure(frame: pd.DataFrame) -> tuple[Figure, dict[str, pd.DataFrame]]:
@@ -95,20 +104,23 @@ def tradeoff_figure(frame: pd.DataFrame) -> tuple[Figure, dict[str, pd.DataFrame
     data = tradeoff_data(frame)
     lines, refs = data["lines"], data["references"]
     models = sorted(set(refs["model"]))
+    several = refs["graph_stages"].nunique() > 1
     fig, axes = _panels(len(models), f"DRAM access vs buffer size\n{_caption(frame)}")
     for ax, model in zip(axes, models, strict=True):
-        for run, part in lines[lines["model"] == model].groupby(_RUN):
+        for run, part in lines[lines["model"] == model].groupby([*_RUN, "graph_stages"]):
             part = part.sort_values("buffer_bytes")
-            label = f"{run[0].upper()} {run[1]}+{run[2]}"
+            label = f"{run[0].upper()} {run[1]}+{run[2]}{_stages_label(run[3], several)}"
             line, = ax.plot(part["buffer_bytes"], part["mean"] / _MB, marker="o", ms=3,
                             label=label)
             ax.fill_between(part["buffer_bytes"], part["min"] / _MB, part["max"] / _MB,
                             color=line.get_color(), alpha=0.2, lw=0)
-        ref = refs[refs["model"] == model].sort_values("buffer_bytes")
-        ax.plot(ref["buffer_bytes"], ref["lbl"] / _MB, color="tab:gray", ls=":",
-                label="layer by layer")
-        ax.plot(ref["buffer_bytes"], ref["lower_bound"] / _MB, color="black", ls="--", lw=1,
-                label="compulsory lower bound")
+        for stages, ref in refs[refs["model"] == model].groupby("graph_stages"):
+            ref = ref.sort_values("buffer_bytes")
+            tag = _stages_label(stages, several)
+            ax.plot(ref["buffer_bytes"], ref["lbl"].astype(float) / _MB, color="tab:gray",
+                    ls=":", label=f"layer by layer{tag}")
+            ax.plot(ref["buffer_bytes"], ref["lower_bound"] / _MB, color="black", ls="--",
+                    lw=1, label=f"compulsory lower bound{tag}")
         ax.set_xscale("log", base=2)
         ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: format_size(v)))
         ax.tick_params(axis="x", labelrotation=45, labelsize=8)  # 8 sizes side by side
@@ -221,13 +233,15 @@ def compare_data(frame: pd.DataFrame) -> pd.DataFrame:
     """The best dataflow per model and buffer, with its saving over each other scheme.
 
     A scheme's DRAM in a cell is the least DRAM any of its points reached there (any search,
-    repair, seed). Returns one row per model and buffer: ``best`` (scheme), ``best_dram``,
-    ``dram_<scheme>`` per scheme, and ``saving_<scheme>`` = 1 - best / that scheme's DRAM.
+    repair, seed). A cell is one graph: its model after one graph-stages setting (layer by
+    layer included), so no saving compares plans of different graphs. Returns one row per
+    model, graph stages and buffer: ``best`` (scheme), ``best_dram``, ``dram_<scheme>`` per
+    scheme, and ``saving_<scheme>`` = 1 - best / that scheme's DRAM.
     """
     done = _done(frame)
     _require(done, "finished points")
-    cell = (done.groupby(["model", "buffer_bytes", "scheme"])["dram_bytes"].min()
-            .unstack("scheme"))
+    cell = (done.groupby(["model", "graph_stages", "buffer_bytes", "scheme"])["dram_bytes"]
+            .min().unstack("scheme"))
     schemes = list(cell.columns)
     out = pd.DataFrame(index=cell.index)
     out["best"] = cell.idxmin(axis=1)
@@ -244,14 +258,17 @@ _SCHEME_COLORS = {"lbdf": "tab:blue", "brr": "tab:orange", "lbl": "tab:gray"}
 def compare_figure(frame: pd.DataFrame) -> tuple[Figure, pd.DataFrame]:
     """A models x buffers grid: the best dataflow in each cell and its saving over the rest."""
     data = compare_data(frame)
-    models = sorted(set(data["model"]))
+    several = data["graph_stages"].nunique() > 1
+    data = data.assign(row=[f"{m}{_stages_label(g, several)}"
+                            for m, g in zip(data["model"], data["graph_stages"], strict=True)])
+    models = sorted(set(data["row"]))
     buffers = sorted(set(data["buffer_bytes"]))
     schemes = [c[len("dram_"):] for c in data.columns if c.startswith("dram_")]
     fig = Figure(figsize=(max(6.0, 1.8 + 1.6 * len(buffers)), 1.4 + 0.7 * len(models)),
                  layout="constrained")
     ax = fig.add_subplot()
     for _, row in data.iterrows():
-        x, y = buffers.index(row["buffer_bytes"]), models.index(row["model"])
+        x, y = buffers.index(row["buffer_bytes"]), models.index(row["row"])
         others = [f"-{row[f'saving_{s}']:.0%} vs {s}" for s in schemes
                   if s != row["best"] and pd.notna(row[f"saving_{s}"])]
         ax.add_patch(_cell(x, y, _SCHEME_COLORS.get(row["best"], "tab:green")))
@@ -264,7 +281,7 @@ def compare_figure(frame: pd.DataFrame) -> tuple[Figure, pd.DataFrame]:
     ax.set_xlabel("buffer size")
     ax.set_title(f"Best dataflow (least DRAM) and its saving\n{_caption(frame)}",
                  fontsize=10)
-    return fig, data
+    return fig, data.drop(columns="row")
 
 
 def _cell(x: int, y: int, color: str):  # noqa: ANN202 - a matplotlib Rectangle

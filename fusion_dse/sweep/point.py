@@ -164,7 +164,8 @@ def _lbl_row(point: Point) -> dict[str, Any]:
 
     model = model_graph(point)
     ev = evaluate(model, point.hw, point.scheme, None, dict(point.overrides),
-                  point.input_shape if isinstance(model, str) else None)
+                  point.input_shape if isinstance(model, str) else None,
+                  graph_stages=point.graph_stages)
     doc = _plain(ev.to_dict())
     return {
         **_figures(ev.cost.totals()),
@@ -174,7 +175,8 @@ def _lbl_row(point: Point) -> dict[str, Any]:
         "search_status": "ok",
         "search_seconds": None,
         "summary": json.dumps({"model": doc["model"], "hardware": doc["hw"],
-                               "totals": doc["totals"]}, sort_keys=True),
+                               "totals": doc["totals"], "graph": doc.get("graph")},
+                              sort_keys=True),
         "plan": json.dumps({"groups": [g.get("ops") for g in doc["groups"]]}, sort_keys=True),
         "history": None,
         "pareto": None,
@@ -192,13 +194,15 @@ def run_point(point: Point, key: str) -> dict[str, Any]:
         ``key``, ``status`` (``done`` or ``failed``), ``error`` (one line, or None), the
         figures (`FIGURES`, ``buffer_bytes``, ``hw_name``, ``budget_used``,
         ``search_status``, ``search_seconds``), ``summary``/``plan``/``history``/``pareto``
-        as JSON text, ``started``/``finished`` (Unix time) and ``worker``.
+        as JSON text, ``started``/``finished`` (Unix time), ``worker`` and
+        ``computed_seed`` (the point's seed: it ran itself; `engine.copied_row` keeps it
+        when the row stands for another seed's point).
     """
     import torch
 
     torch.set_num_threads(1)
     started = time.time()
-    row: dict[str, Any] = {"key": key}
+    row: dict[str, Any] = {"key": key, "computed_seed": point.seed}
     try:
         searchable = point.search is not None
         row.update(_search_row(point) if searchable else _lbl_row(point))

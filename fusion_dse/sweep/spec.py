@@ -12,7 +12,9 @@ extend pytest's stacked ``parametrize`` products with explicit additions and rem
 Axis values are YAML lists, scalars or strings: ``a,b,c`` (a list), ``0..4`` (integers, both
 ends included), ``64KiB..2MiB:x2`` (a geometric range), ``0..100:25`` (an arithmetic range).
 Points of scheme ``lbl`` have nothing to search: their search, repair, objectives, budget and
-seed are dropped, so a product gives one layer-by-layer point per model and hardware.
+seed are dropped, so a product gives one layer-by-layer point per model, hardware and graph
+stages (they keep the graph stages: the layer-by-layer plan is costed on the graph the searched
+points run on).
 
 Everything is checked before anything runs (`validate_points`): each problem is one line
 quoting the bad value, all collected into one `InputError`.
@@ -86,10 +88,12 @@ class Point:
     """One run of a sweep: a model on a hardware configuration under one search setting.
 
     ``overrides`` are the hardware axes as sorted (key, value) pairs. Points of a scheme with
-    nothing to search (lbl) carry None for search, repair, objectives, budget and seed, and no
-    graph stages. ``graph_stages`` is a stage list as `search.substitution.stages.parse_stages`
-    reads it (``fuse+fission`` is one value of the axis); ``none`` is left out of `to_dict`,
-    so the keys of points stored before the axis existed are unchanged.
+    nothing to search (lbl) carry None for search, repair, objectives, budget and seed; they
+    keep the graph stages, so that the layer-by-layer plan is costed on the graph the searched
+    points run on (with the default ``fuse``, the same graph at every buffer and dataflow).
+    ``graph_stages`` is a stage list as `search.substitution.stages.parse_stages` reads it
+    (``fuse+fission`` is one value of the axis); ``none`` is left out of `to_dict`, so the
+    keys of points stored before the axis existed are unchanged.
     """
 
     model: str
@@ -308,7 +312,7 @@ def _point(values: Mapping[str, Any]) -> Point:
     run = ((str(v["search"]).lower(), str(v["repair"]).lower(), str(v["objectives"]),
             v["budget"], v["seed"]) if searchable else (None,) * 5)
     shape = None if v["input_shape"] is None else str(v["input_shape"])
-    stages = _stages_value(v["graph_stages"]) if searchable else "none"
+    stages = _stages_value(v["graph_stages"])  # lbl too: one graph per comparison
     return Point(str(v["model"]), str(v["hw"]), scheme, *run, input_shape=shape, overrides=hw,
                  graph_stages=stages)
 

@@ -15,6 +15,10 @@ Table ``points`` (one row per point, primary key ``key``):
   ``search_status``, ``search_seconds``;
 * ``status`` (``done`` | ``failed``), ``error`` (one line), ``started``, ``finished`` (Unix
   time), ``worker``;
+* ``computed_seed``: the seed whose run computed the row: the point's own, or, for a point
+  whose result cannot depend on the seed (`engine.seed_free`), the lowest seed of its group,
+  whose row it copies (figures, blobs, times and worker); NULL for lbl points and rows of an
+  earlier release;
 * blobs (JSON text): ``summary``, ``plan``, ``history`` and ``pareto`` (pandas
   ``orient="split"``).
 
@@ -45,10 +49,11 @@ _CONFIG_COLUMNS = ("sweep", "model", "hw", "scheme", "search", "repair", "object
                    "budget", "seed", "input_shape", "overrides", "graph_stages")
 _RESULT_COLUMNS = ("hw_name", "buffer_bytes", *FIGURES, "budget_used", "search_status",
                    "search_seconds", "status", "error", "started", "finished", "worker",
-                   "summary", "plan", "history", "pareto")
+                   "computed_seed", "summary", "plan", "history", "pareto")
 COLUMNS = ("key", *_CONFIG_COLUMNS, *_RESULT_COLUMNS, "config")
 _REAL = {"cycles", "energy_pj", "search_seconds", "started", "finished"}
-_INT = {"budget", "seed", "buffer_bytes", "budget_used"} | (set(FIGURES) - _REAL)
+_INT = ({"budget", "seed", "buffer_bytes", "budget_used", "computed_seed"}
+        | (set(FIGURES) - _REAL))
 
 
 def _column_type(name: str) -> str:
@@ -143,6 +148,13 @@ class SweepStore:
     def statuses(self) -> dict[str, str]:
         """Status by key of every stored point."""
         return dict(self._db.execute("SELECT key, status FROM points"))
+
+    def row(self, key: str) -> dict[str, Any] | None:
+        """The stored row of `key` (every column), or None."""
+        cursor = self._db.execute(f"SELECT {', '.join(COLUMNS)} FROM points WHERE key = ?",
+                                  (key,))
+        found = cursor.fetchone()
+        return None if found is None else dict(zip(COLUMNS, found, strict=True))
 
     def write(self, point: Point, config: dict[str, Any], row: dict[str, Any],
               sweep: str) -> None:

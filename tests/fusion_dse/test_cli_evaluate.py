@@ -25,9 +25,19 @@ def test_json_document_has_stable_keys_and_the_lbl_plan_by_default(cli):
                for g in doc["groups"])
     assert doc["hw"]["buffer_bytes"] == 131072
     t = doc["totals"]
-    assert t["groups"] == 49 and t["dram_bytes"] == t["lbl_dram_bytes"]
+    # optimize's graph stages (fuse): 49 imported ops, 32 after fusing activations
+    assert t["groups"] == 32 and t["dram_bytes"] == t["lbl_dram_bytes"]
     assert t["unfusable_ops"] == len(doc["unfusable"]) > 0
     assert t["lower_bound_bytes"] < t["dram_bytes"]
+    graph = doc["graph"]
+    assert graph["stages"] == ["fuse"] and (graph["ops_before"], graph["ops_after"]) == (49, 32)
+    assert graph["imported_lbl_dram_bytes"] > t["lbl_dram_bytes"]  # reported, named apart
+    code, out, _ = cli("evaluate", "resnet18", "--buffer", "128KiB", "--format", "json",
+                       "--graph-stages", "none")
+    plain = json.loads(out)
+    assert code == 0 and plain["totals"]["groups"] == 49 and plain["graph"]["stages"] == []
+    assert plain["totals"]["lbl_dram_bytes"] == graph["imported_lbl_dram_bytes"]
+    assert plain["graph"]["imported_lbl_dram_bytes"] is None
 
 
 def test_a_fused_plan_lowers_dram_and_groups_over_the_buffer_are_reported(cli, tmp_path):

@@ -6,6 +6,7 @@ that need their own cluster (1 worker, a client killed with SIGKILL) start one.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import sqlite3
@@ -196,3 +197,74 @@ def test_load_sweep_rejects_what_is_not_a_store(tmp_path):
     junk.write_text("not sqlite at all, " * 100)
     with pytest.raises(InputError, match="not a sweep store|cannot open sweep store"):
         load_sweep(junk)
+
+
+# --- seed-free points run once ---------------------------------------------------------------
+
+SEEDED = {"model": "squeezenet1_0", "buffer": "128KiB,256KiB", "scheme": "lbdf",
+          "search": "auto", "seed": "0..2"}
+
+
+def test_seed_free_points_run_once_and_store_a_row_per_seed(scheduler, tmp_path):
+    store = tmp_path / "seeds.sqlite"
+    points = expand(SweepSpec(axes=SEEDED))
+    rows: list[dict] = []
+    outcome = run_sweep(points, store, "seeds", scheduler=scheduler, quiet=True,
+                        on_row=rows.append)
+    assert (outcome.total, outcome.done, outcome.failed, outcome.copied) == (6, 6, 0, 4)
+    frame = load_sweep(store, blobs=True)
+    assert len(frame) == 6 and sorted(frame["seed"]) == [0, 0, 1, 1, 2, 2]
+    assert frame["key"].is_unique and set(frame["key"]) == {point_key(p) for p in points}
+    # each configuration ran once, at its lowest seed: the others are its copies (the same
+    # run's times and worker), marked by computed_seed
+    assert sorted(r["computed_seed"] for r in rows) == [0] * 6
+    assert list(frame[frame["computed_seed"] == frame["seed"]]["seed"]) == [0, 0]
+    for _, cell in frame.groupby("buffer_bytes"):
+        assert len(cell) == 3 and (cell["computed_seed"] == 0).all()
+        for column in ("dram_bytes", "summary", "plan", "history", "started", "worker"):
+            assert cell[column].nunique() == 1, column
+        assert json.loads(cell["summary"].iloc[0])["search_report"]["auto_path"] == "exact"
+    # resumed over more seeds: the stored seed-free rows serve, nothing runs
+    more = expand(SweepSpec(axes={**SEEDED, "seed": "0..3"}))
+    again = run_sweep(more, store, "seeds", scheduler=scheduler, quiet=True)
+    assert (again.skipped, again.done, again.copied) == (6, 2, 2)
+    after = load_sweep(store)
+    seed3 = after[after["seed"] == 3]
+    assert len(seed3) == 2 and (seed3["computed_seed"] == 0).all()
+    assert set(seed3["started"]) <= set(frame["started"])
+
+
+def test_a_seeded_search_and_an_auto_front_run_every_seed(scheduler, tmp_path):
+    store = tmp_path / "rs.sqlite"
+    spec = SweepSpec(axes={"model": "squeezenet1_0", "buffer": "128KiB", "search": "rs",
+                           "seed": "0..2", "budget": 20},
+                     include=[{"search": "auto", "objectives": "dram,mbu", "seed": "0..1"}])
+    outcome = run_sweep(expand(spec), store, "rs", scheduler=scheduler, quiet=True)
+    assert (outcome.done, outcome.copied) == (5, 0)
+    frame = load_sweep(store, blobs=True)
+    assert (frame["computed_seed"] == frame["seed"]).all()
+    assert frame["started"].nunique() == 5
+    # auto for a front takes its local-search path: seeded, so both seeds ran
+    front = frame[frame["search"] == "auto"]
+    assert {json.loads(s)["search_report"]["auto_path"] for s in front["summary"]} == {"ls"}
+
+
+def test_which_points_may_be_seed_free():
+    from dataclasses import replace
+
+    from fusion_dse.sweep.engine import seed_free, seed_group
+
+    auto = expand(SweepSpec(axes={**SEEDED, "buffer": "128KiB", "seed": 1}))[0]
+    assert seed_group(auto) == replace(auto, seed=None)
+    assert seed_group(replace(auto, search="exact")) is not None
+    assert seed_group(replace(auto, search="ls")) is None
+    assert seed_group(replace(auto, graph_stages="fuse+substitute")) is None  # seeded stage
+    lbl = expand(SweepSpec(axes={"model": "squeezenet1_0", "scheme": "lbl"}))[0]
+    assert seed_group(lbl) is None
+    done = {"status": "done", "summary": json.dumps({"search_report": {"auto_path": "exact"}})}
+    assert seed_free(auto, done)
+    assert not seed_free(auto, {**done, "status": "failed"})
+    assert not seed_free(auto, {**done, "summary": json.dumps({"search_report":
+                                                                {"auto_path": "ls"}})})
+    assert seed_free(replace(auto, search="exact"), {"status": "done", "summary": "{}"})
+    assert not seed_free(replace(auto, graph_stages="substitute"), done)
