@@ -2,6 +2,9 @@
 
     python experiments/orderings.py STORE [STORE...] [--out experiments/results/orderings.md]
 
+A STORE is a sweep store or its export (``.sql.gz``, `experiments/stores.py`); the ``--out``
+file is recorded in ``experiments/results/provenance.json`` (`experiments/provenance.py`).
+
 Reads the single-objective points at 128 KiB of the five networks of Mills et al.'s Tables
 III and IV (`render_tables.load`: one row per configuration, the last computed) and checks
 three claims, each per network and scheme, on means over seeds:
@@ -185,7 +188,8 @@ def report(rows: pd.DataFrame, paper: pd.DataFrame) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("stores", nargs="+", metavar="STORE", help="sweep stores (SQLite)")
+    p.add_argument("stores", nargs="+", metavar="STORE",
+                   help="sweep stores (SQLite) or their exports (.sql.gz)")
     p.add_argument("--out", help="also write the report here (markdown)")
     args = p.parse_args(argv)
     try:
@@ -202,7 +206,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     text = report(rows, rt.paper_values())
     print(text)
     if args.out:
+        import provenance
+
         Path(args.out).write_text(text)
+        provenance.record_outputs([args.out], inputs=args.stores, rows=rows, argv=[
+            "python", "experiments/orderings.py", *(sys.argv[1:] if argv is None else argv)])
     return 0
 
 

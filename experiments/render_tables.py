@@ -3,6 +3,11 @@
     python experiments/render_tables.py STORE [STORE...] [--out experiments/results]
                                         [--only table_v,fig5_budget,...]
 
+A STORE is a sweep store (SQLite) or its committed export (``experiments/results/stores/
+NAME.sql.gz``, `experiments/stores.py`), so the tables render from a clean clone. Every file
+written inside the repository is recorded in ``experiments/results/provenance.json`` with the
+cost-model fingerprint of the points it was rendered from (`experiments/provenance.py`).
+
 Reads the stores (`fusion_dse.load_sweep`, summary blobs included), recognises the paper
 setups their points hold by their axes (`SETUPS`: model, scheme, buffer, search; any repair,
 seed and budget) and writes, into ``--out``:
@@ -41,10 +46,13 @@ from pathlib import Path
 
 import pandas as pd
 
-from fusion_dse import load_sweep
-from fusion_dse.sweep import plots
-from simulator.errors import InputError
-from simulator.hw import format_size
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import stores as _stores  # noqa: E402
+
+from fusion_dse import load_sweep  # noqa: E402
+from fusion_dse.sweep import plots  # noqa: E402
+from simulator.errors import InputError  # noqa: E402
+from simulator.hw import format_size  # noqa: E402
 
 __all__ = ["NAMES", "PAPER_VALUES", "SETUPS", "Setup", "against_random", "budget_markdown",
            "budget_table", "cells", "context", "detect", "dram_markdown", "dram_table", "load",
@@ -138,10 +146,16 @@ def load(stores: Sequence[str | Path], graph_stages: str | None = None) -> pd.Da
     configuration, the last finished where several keys share one (a point computed again
     after a change to the tool, the cost model or the checkpoints, which are in its key).
 
+    A store may be given by its export (``.sql.gz``, `experiments/stores.py`).
+
     Raises:
         InputError: a store is missing or not a sweep store.
     """
-    frames = [load_sweep(path, blobs=True) for path in stores]
+    try:
+        paths = [_stores.resolve(path) for path in stores]
+    except OSError as err:
+        raise InputError(str(err)) from err
+    frames = [load_sweep(path, blobs=True) for path in paths]
     frame = pd.concat(frames, ignore_index=True)
     frame = frame[frame["status"] == "done"].sort_values("finished", kind="stable")
     frame = frame.assign(graph_stages=frame["graph_stages"].fillna("none")
@@ -585,7 +599,8 @@ def render(frame: pd.DataFrame, out: str | Path, paper: pd.DataFrame | None = No
 def main(argv: Sequence[str] | None = None) -> int:
     """The command line (see the module docstring); exit status 2 on bad input."""
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("stores", nargs="+", metavar="STORE", help="sweep stores (SQLite)")
+    p.add_argument("stores", nargs="+", metavar="STORE",
+                   help="sweep stores (SQLite) or their exports (.sql.gz)")
     p.add_argument("--out", default="experiments/results", help="output folder")
     p.add_argument("--graph-stages", help="render the points of this graph-stage setting "
                    "(default: none, the paper's setups, or the stores' only setting)")
@@ -594,11 +609,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = p.parse_args(argv)
     only = [n.strip() for n in args.only.split(",") if n.strip()]
     try:
-        written = render(load(args.stores, args.graph_stages), args.out, only=only)
+        frame = load(args.stores, args.graph_stages)
+        written = render(frame, args.out, only=only)
     except InputError as err:
         print(f"render_tables: {err}", file=sys.stderr)
         return 2
+    import provenance
+
+    found = detect(frame)
+    command = ["python", "experiments/render_tables.py",
+               *(sys.argv[1:] if argv is None else argv)]
     for name, paths in written.items():
+        provenance.record_outputs(paths, argv=command, inputs=args.stores, rows=found[name])
         print(f"{name}: {', '.join(str(x) for x in paths)}")
     return 0
 

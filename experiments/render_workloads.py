@@ -11,6 +11,14 @@ whether it is the proven optimum, the layer-by-layer figure and the compulsory l
 written as Markdown tables (`resolution.md`, `sequence.md`) and as figures (`resolution.png`,
 `sequence.png`: DRAM against input size, log-log, with the layer-by-layer figure dotted and
 the compulsory lower bound dashed; both are the same for LBDF and BRR).
+
+With ``--doc docs/workloads.md`` each table also replaces the one between the doc's
+``<!-- resolution-table -->`` / ``<!-- /resolution-table -->`` (``sequence-table``) markers.
+
+A store may be given by its export (``.sql.gz``, `experiments/stores.py`). The files written
+inside the repository are recorded in ``experiments/results/provenance.json`` with the
+cost-model fingerprint of the points (`experiments/provenance.py`); so is the doc when its
+tables are replaced (without a content digest: its prose is edited by hand).
 """
 
 from __future__ import annotations
@@ -27,6 +35,10 @@ import matplotlib.ticker
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import provenance  # noqa: E402
+import stores  # noqa: E402
 
 _NAMES = {"mobilenet_v2": "MobileNetV2", "resnet50": "ResNet-50",
           "deeplabv3_mobilenet_v3_large": "DeepLabV3-MobileNetV3-L", "bert_base": "BERT-base",
@@ -46,9 +58,15 @@ def _size(row: pd.Series, kind: str) -> tuple[str, int, int]:
     return base, int(at), int(at)
 
 
-def summarise(store: Path, kind: str) -> pd.DataFrame:
-    with sqlite3.connect(f"file:{store}?mode=ro", uri=True) as con:  # read while a sweep runs
-        df = pd.read_sql("SELECT * FROM points WHERE status = 'done'", con)
+def points(store: Path) -> pd.DataFrame:
+    """The done points of a store or an export (every column)."""
+    path = stores.resolve(store)
+    with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as con:  # read while a sweep runs
+        return pd.read_sql("SELECT * FROM points WHERE status = 'done'", con)
+
+
+def summarise(store: Path, kind: str, df: pd.DataFrame | None = None) -> pd.DataFrame:
+    df = points(store) if df is None else df
     if df.empty:
         raise SystemExit(f"render_workloads: no finished points in {store}")
     sizes = df.apply(lambda r: _size(r, kind), axis=1, result_type="expand")
@@ -135,6 +153,16 @@ def figure(t: pd.DataFrame, kind: str, path: Path, title: str) -> None:
     plt.close(fig)
 
 
+def splice(doc: Path, kind: str, table: str) -> None:
+    """Replace the table between the ``<!-- KIND-table -->`` markers of `doc` by `table`."""
+    text = doc.read_text()
+    start, end = f"<!-- {kind}-table -->\n", f"<!-- /{kind}-table -->"
+    a, b = text.find(start), text.find(end)
+    if a < 0 or b < a:
+        raise SystemExit(f"render_workloads: {doc} has no {start.strip()} ... {end} markers")
+    doc.write_text(text[:a + len(start)] + table + text[b:])
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -142,10 +170,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--sequence", type=Path, help="store of experiments/specs/sequence.yaml")
     p.add_argument("--out", type=Path, default=Path("experiments/results/workloads"))
     p.add_argument("--figures", type=Path, default=Path("docs/images"))
+    p.add_argument("--doc", type=Path, help="also replace the tables of this doc "
+                   "(docs/workloads.md) between its <!-- KIND-table --> markers")
     args = p.parse_args(argv)
     if not (args.resolution or args.sequence):
         p.error("give --resolution and/or --sequence")
     args.out.mkdir(parents=True, exist_ok=True)
+    command = ["python", "experiments/render_workloads.py",
+               *(sys.argv[1:] if argv is None else argv)]
+    used: list[pd.DataFrame] = []
     for kind, store, title in (
             ("resolution", args.resolution, "best plan's DRAM vs resolution (edge-npu, 1 MiB)"),
             ("sequence", args.sequence, "best plan's DRAM vs sequence length (edge-npu, 2 MiB)")):
@@ -154,12 +187,23 @@ def main(argv: list[str] | None = None) -> int:
         if not store.exists():
             print(f"render_workloads: {store}: no such store", file=sys.stderr)
             return 2
-        t = summarise(store, kind)
+        rows = points(store)
+        t = summarise(store, kind, rows)
         (args.out / f"{kind}.md").write_text(markdown(t, kind))
         t.to_csv(args.out / f"{kind}.csv", index=False)
         figure(t, kind, args.figures / f"{kind}.png", title)
+        if args.doc:
+            splice(args.doc, kind, markdown(t, kind))
+            used.append(rows)
+        provenance.record_outputs([args.out / f"{kind}.md", args.out / f"{kind}.csv",
+                                   args.figures / f"{kind}.png"], argv=command,
+                                  inputs=[store], rows=rows)
         print(f"{kind}: {len(t)} rows -> {args.out / (kind + '.md')}, "
               f"{args.figures / (kind + '.png')}")
+    if args.doc:
+        provenance.record_outputs([args.doc], argv=command, hashed=False, rows=pd.concat(used),
+                                  inputs=[s for s in (args.resolution, args.sequence) if s])
+        print(f"tables of {args.doc} replaced")
     return 0
 
 

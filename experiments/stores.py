@@ -1,0 +1,138 @@
+"""Committed exports of the sweep stores the renderers read, so they run from a clean clone.
+
+    python experiments/stores.py export STORE [STORE...] [--out-dir experiments/results/stores]
+    python experiments/stores.py materialise EXPORT --out STORE.sqlite
+
+A sweep store (`fusion_dse.sweep.store`, SQLite) is git-ignored (``experiments/results/*.sqlite``):
+it can be large and is written while a sweep runs. Its export, ``NAME.sql.gz``, is the store's
+SQL dump (``sqlite3.Connection.iterdump``: the ``points`` and ``meta`` tables, every column and
+blob), gzip'd with a zero timestamp so that the same store always gives the same bytes. Reading
+an export rebuilds the store in a temporary file and reads it with the store's own reader, so a
+renderer sees exactly the frame the store gives (types, NULLs, blobs), with no second parser.
+
+`resolve(path)` is what the renderers call on each STORE argument: a store is returned as
+is, an export is rebuilt (once per process) and the rebuilt store's path returned. Every export
+written is recorded in the provenance record (`experiments/provenance.py`) with the cost-model
+fingerprint of the points it holds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import atexit
+import gzip
+import shutil
+import sqlite3
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+__all__ = ["EXPORT_DIR", "SUFFIX", "export", "is_export", "materialise", "resolve"]
+
+ROOT = Path(__file__).resolve().parents[1]
+EXPORT_DIR = ROOT / "experiments" / "results" / "stores"
+SUFFIX = ".sql.gz"
+
+
+def is_export(path: str | Path) -> bool:
+    """True when `path` names an export (``.sql.gz``) rather than a store."""
+    return str(path).endswith(SUFFIX)
+
+
+def export(store: str | Path, out: str | Path | None = None) -> Path:
+    """Write the SQL dump of `store` (gzip'd, reproducible) to `out` (default:
+    ``EXPORT_DIR/<store name>.sql.gz``); returns the path.
+
+    Raises:
+        FileNotFoundError: `store` does not exist.
+    """
+    store = Path(store)
+    if not store.is_file():
+        raise FileNotFoundError(f"{store}: no such sweep store")
+    target = Path(out) if out else EXPORT_DIR / (store.stem + SUFFIX)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(f".{target.name}.tmp")
+    with sqlite3.connect(f"file:{store}?mode=ro", uri=True) as con, \
+            open(tmp, "wb") as raw, \
+            gzip.GzipFile(filename="", mode="wb", fileobj=raw, compresslevel=9, mtime=0) as gz:
+        for line in con.iterdump():
+            gz.write(line.encode() + b"\n")
+    tmp.replace(target)
+    return target
+
+
+def materialise(path: str | Path, out: str | Path) -> Path:
+    """Rebuild the store an export holds into the new SQLite file `out`; returns `out`."""
+    out = Path(out)
+    if out.exists():
+        raise FileExistsError(f"{out} exists")
+    with gzip.open(path, "rt") as f:
+        script = f.read()
+    con = sqlite3.connect(out)
+    try:
+        con.executescript(script)
+    finally:
+        con.close()
+    return out
+
+
+_REBUILT: dict[Path, Path] = {}
+
+
+def _cleanup(folder: str) -> None:
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def resolve(path: str | Path) -> Path:
+    """A store's path for `path`: a store itself, or the store an export holds (rebuilt in a
+    temporary folder once per process, removed at exit).
+
+    Raises:
+        FileNotFoundError: `path` does not exist.
+    """
+    path = Path(path)
+    if not is_export(path):
+        return path
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: no such store export")
+    key = path.resolve()
+    if key not in _REBUILT:
+        folder = tempfile.mkdtemp(prefix="fusion-dse-export-")
+        atexit.register(_cleanup, folder)
+        _REBUILT[key] = materialise(path, Path(folder) / (path.name[:-len(SUFFIX)] + ".sqlite"))
+    return _REBUILT[key]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """The command line (see the module docstring)."""
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = p.add_subparsers(dest="command", required=True)
+    e = sub.add_parser("export", help="write STORE.sql.gz exports and record their provenance")
+    e.add_argument("stores", nargs="+", metavar="STORE")
+    e.add_argument("--out-dir", type=Path, default=EXPORT_DIR)
+    m = sub.add_parser("materialise", help="rebuild the store an export holds")
+    m.add_argument("export", metavar="EXPORT")
+    m.add_argument("--out", required=True, help="the new store (SQLite)")
+    args = p.parse_args(argv)
+    try:
+        if args.command == "materialise":
+            print(materialise(args.export, args.out))
+            return 0
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        import provenance
+
+        command = ["python", "experiments/stores.py", *(sys.argv[1:] if argv is None else argv)]
+        for store in args.stores:
+            written = export(store, args.out_dir / (Path(store).stem + SUFFIX))
+            provenance.record_outputs([written], argv=command, inputs=[store],
+                                      rows=provenance.store_rows(store))
+            print(f"{store} -> {written} ({written.stat().st_size:,} bytes)")
+    except (OSError, sqlite3.Error) as err:
+        print(f"stores: {err}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
