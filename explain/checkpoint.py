@@ -42,8 +42,11 @@ __all__ = [
     "CHECKPOINT_DIR",
     "CHECKPOINT_FORMAT",
     "FORMATS",
+    "GRAPH_STAGE_SUFFIX",
     "CheckpointError",
     "LoadedCheckpoint",
+    "checkpoint_graph_stages",
+    "graph_stages_of",
     "load_checkpoint",
     "load_explainer_checkpoint",
     "load_weights",
@@ -59,6 +62,10 @@ CHECKPOINT_FORMAT_VERSION = 1
 FORMATS = {"gnn": CHECKPOINT_FORMAT, "pg": "fusion-dse.pg-explainer",
            "rg": "fusion-dse.rg-explainer"}
 """The ``format`` header of each kind of checkpoint."""
+GRAPH_STAGE_SUFFIX = {"none": "", "fuse": "-fused"}
+"""File-name suffix of the checkpoints trained for each graph stage (`explain.dataset.
+TRAINED_GRAPH_STAGES`): ``lbdf.pt`` on the networks as imported, ``lbdf-fused.pt`` on them
+after the fuse stage; likewise ``pg-lbdf(-fused).pt`` and ``rg-lbdf(-fused).pt``."""
 _NAMES = {"gnn": "GNN", "pg": "PGExplainer", "rg": "RG-Explainer"}
 _WHAT = {"gnn": "GNN checkpoint", "pg": "PGExplainer parameters",
          "rg": "RG-Explainer parameters"}
@@ -91,13 +98,34 @@ def _atomic_write(path: Path, write: Callable[[Path], None]) -> None:
         raise
 
 
-def shipped_checkpoint(scheme: str) -> Path:
-    """Path of the checkpoint shipped in the repository for `scheme`."""
-    return CHECKPOINT_DIR / f"{scheme}.pt"
+def graph_stages_of(graph: Any) -> str:
+    """The trained graph stage whose checkpoints suit `graph` (a `ComputeGraph`): ``fuse`` if
+    some op carries an activation epilogue (only the fuse stage's One-to-One fusion makes one,
+    so a run with ``--graph-stages fuse`` or ``all`` searches such a graph, and one with
+    ``none`` or ``fission`` does not; ``substitute`` alone gets ``fuse`` when its search
+    applied that fusion), else ``none``."""
+    return "fuse" if any(op.attr("epilogue") for op in graph) else "none"
+
+
+def checkpoint_graph_stages(value: str | None) -> str:
+    """`value` (None: ``none``) checked against the graph stages trained for."""
+    name = "none" if value is None else str(value).strip().lower()
+    if name not in GRAPH_STAGE_SUFFIX:
+        raise CheckpointError(f"graph stage {value!r}: checkpoints are trained for "
+                              f"{' or '.join(GRAPH_STAGE_SUFFIX)} only")
+    return name
+
+
+def shipped_checkpoint(scheme: str, graph_stages: str | None = "none") -> Path:
+    """Path of the GNN checkpoint shipped in the repository for `scheme` and `graph_stages`
+    (``none``: the networks as imported; ``fuse``: after the fuse stage)."""
+    suffix = GRAPH_STAGE_SUFFIX[checkpoint_graph_stages(graph_stages)]
+    return CHECKPOINT_DIR / f"{scheme}{suffix}.pt"
 
 
 def save_checkpoint(path: str | Path, scheme: str, spec: GnnSpec,
-                    state: Mapping[str, torch.Tensor], metadata: Mapping[str, Any]) -> Path:
+                    state: Mapping[str, torch.Tensor], metadata: Mapping[str, Any],
+                    graph_stages: str = "none") -> Path:
     """Write ``path`` (weights) and the JSON next to it; returns the JSON's path.
 
     Args:
@@ -106,6 +134,8 @@ def save_checkpoint(path: str | Path, scheme: str, spec: GnnSpec,
         spec: Its architecture.
         state: Its state dict.
         metadata: Anything else for the JSON (metrics, dataset statistics, timings).
+        graph_stages: The graph stage of the networks it was trained on (``none`` or
+            ``fuse``), recorded in both files.
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -113,7 +143,8 @@ def save_checkpoint(path: str | Path, scheme: str, spec: GnnSpec,
     header = {"format": CHECKPOINT_FORMAT, "format_version": CHECKPOINT_FORMAT_VERSION,
               "scheme": str(scheme),  # a plain str: a `Scheme` would not load weights-only
               "feature_schema_version": FEATURE_SCHEMA_VERSION,
-              "architecture": spec.to_dict()}
+              "architecture": spec.to_dict(),
+              "graph_stages": checkpoint_graph_stages(graph_stages)}
     _atomic_write(path, lambda tmp: torch.save({**header, "state_dict": state}, tmp))
     doc = {**header, "checkpoint": path.name, "state_dict_sha256": state_dict_sha256(state),
            **metadata}
@@ -130,6 +161,12 @@ class LoadedCheckpoint:
     scheme: str
     model: ValidityGNN
     metadata: dict[str, Any]
+
+    @property
+    def graph_stages(self) -> str:
+        """The graph stage it was trained for (files without the key: ``none``, they predate
+        graph stages)."""
+        return str(self.metadata.get("graph_stages", "none"))
 
 
 def _where(path: Path, kind: str) -> str:
@@ -185,7 +222,7 @@ def _read_metadata(path: Path) -> dict[str, Any]:
 
 
 def _check_header(path: Path, payload: Mapping[str, Any], meta: Mapping[str, Any],
-                  scheme: str | None) -> None:
+                  scheme: str | None, graph_stages: str | None) -> None:
     where = _where(path, "gnn")
     for doc in (payload, meta):
         version = doc.get("feature_schema_version")
@@ -202,14 +239,24 @@ def _check_header(path: Path, payload: Mapping[str, Any], meta: Mapping[str, Any
     if scheme is not None and payload.get("scheme") != scheme:
         raise CheckpointError(f"{where} classifies {payload.get('scheme')!r} groups, not "
                               f"{scheme!r}")
+    stages = [doc.get("graph_stages", "none") for doc in (payload, meta)]
+    if stages[0] != stages[1]:
+        raise CheckpointError(f"{where}: weights are for graph stage {stages[0]!r} but its "
+                              f"JSON says {stages[1]!r}")
+    if graph_stages is not None and stages[0] != graph_stages:
+        raise CheckpointError(f"{where} was trained on graphs after stage {stages[0]!r}, not "
+                              f"{graph_stages!r}")
 
 
-def load_checkpoint(path: str | Path, scheme: str | None = None) -> LoadedCheckpoint:
+def load_checkpoint(path: str | Path, scheme: str | None = None,
+                    graph_stages: str | None = None) -> LoadedCheckpoint:
     """Load and verify a checkpoint.
 
     Args:
         path: The ``.pt`` file (its ``.json`` must lie next to it).
         scheme: If given, the dataflow the checkpoint must be for.
+        graph_stages: If given, the graph stage it must have been trained for (a file that
+            records none was trained on the networks as imported, ``none``).
 
     Raises:
         CheckpointError: One line saying what does not match.
@@ -217,7 +264,7 @@ def load_checkpoint(path: str | Path, scheme: str | None = None) -> LoadedCheckp
     path = Path(path)
     payload = _read_payload(path, "gnn")
     meta = _read_metadata(path)
-    _check_header(path, payload, meta, scheme)
+    _check_header(path, payload, meta, scheme, graph_stages)
     state = payload.get("state_dict")
     _check_weights(state, meta.get("state_dict_sha256"), _where(path, "gnn"))
     model = load_weights(ValidityGNN(GnnSpec()), state, _where(path, "gnn"))
@@ -238,8 +285,8 @@ def save_explainer_checkpoint(path: str | Path, kind: str, gnn: LoadedCheckpoint
     Args:
         path: The ``.pt`` file to write (its folder is created).
         kind: ``"pg"`` or ``"rg"``.
-        gnn: The GNN the parameters were trained to explain (its dataflow and digest are
-            recorded).
+        gnn: The GNN the parameters were trained to explain (its dataflow, graph stage and
+            digest are recorded).
         state: The explainer's state dict.
         **fields: Hyper-parameters and training figures (plain data).
 
@@ -250,7 +297,8 @@ def save_explainer_checkpoint(path: str | Path, kind: str, gnn: LoadedCheckpoint
     path.parent.mkdir(parents=True, exist_ok=True)
     weights = {k: v.detach().cpu().clone() for k, v in state.items()}
     payload = {"format": FORMATS[kind], "scheme": str(gnn.scheme),
-               "gnn_sha256": _gnn_sha256(gnn), "state_dict_sha256": state_dict_sha256(weights),
+               "graph_stages": gnn.graph_stages, "gnn_sha256": _gnn_sha256(gnn),
+               "state_dict_sha256": state_dict_sha256(weights),
                "state_dict": weights, **fields}
     _atomic_write(path, lambda tmp: torch.save(payload, tmp))
     return path

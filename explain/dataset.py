@@ -56,17 +56,20 @@ __all__ = [
     "DEFAULT_GROUPS",
     "HELD_OUT_GROUPS",
     "HELD_OUT_NETWORKS",
+    "TRAINED_GRAPH_STAGES",
     "TRAINING_NETWORKS",
     "Dataset",
     "DatasetConfig",
     "build_dataset",
     "cache_key",
     "cached_dataset",
+    "check_graph_stages",
     "default_cache_dir",
     "generate_dataset",
     "has_squeeze_excitation",
     "held_out_config",
     "label_groups",
+    "load_network",
     "network_rng",
     "training_config",
 ]
@@ -79,6 +82,10 @@ TRAINING_NETWORKS: tuple[str, ...] = (
 )
 HELD_OUT_NETWORKS: tuple[str, ...] = ("resnet50", "resnet152", "deeplabv3_mobilenet_v3_large")
 HELD_OUT_GROUPS = 1000
+TRAINED_GRAPH_STAGES: tuple[str, ...] = ("none", "fuse")
+"""The graph stages a dataset (and so a checkpoint) can be built for: the networks as imported
+(``none``) or after DNNFusion's fuse stage (``fuse``, `search.substitution.stages`), which needs
+no machine; the stages that do (fission, substitute) are not trained for (docs/gnn.md)."""
 
 DEFAULT_GROUPS: dict[Scheme, dict[str, int]] = {
     Scheme.LBDF: {
@@ -109,6 +116,8 @@ class DatasetConfig:
         min_ops, max_ops: Group sizes kept.
         patience: Proposals in a row without a new group before a network counts as exhausted.
         hw: Hardware whose buffer is overridden by each of `buffers_kib` (keyword only).
+        graph_stages: The graph stage the networks are sampled after (keyword only; one of
+            `TRAINED_GRAPH_STAGES`): ``none`` (as imported) or ``fuse``.
     """
 
     scheme: Scheme
@@ -119,9 +128,11 @@ class DatasetConfig:
     max_ops: int = 30
     patience: int = 3000
     hw: HardwareConfig = field(kw_only=True)
+    graph_stages: str = field(default="none", kw_only=True)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "scheme", Scheme.parse(self.scheme, FUSED_SCHEMES))
+        object.__setattr__(self, "graph_stages", check_graph_stages(self.graph_stages))
         if not self.networks:
             raise InputError("a dataset needs at least one network")
         for name, count in self.networks:
@@ -144,11 +155,33 @@ class DatasetConfig:
         d["networks"] = [list(p) for p in self.networks]
         d["buffers_kib"] = list(self.buffers_kib)
         d["hw"] = self.hw.name
+        if self.graph_stages == "none":  # as before graph stages existed: same cache keys
+            del d["graph_stages"]
         return d
 
 
+def check_graph_stages(value: str | None) -> str:
+    """`value` (None: ``none``) if it is one of `TRAINED_GRAPH_STAGES`, else `InputError`."""
+    name = "none" if value is None else str(value).strip().lower()
+    if name not in TRAINED_GRAPH_STAGES:
+        raise InputError(f"graph stage {value!r}: the GNN and the explainers are trained for "
+                         f"{' or '.join(TRAINED_GRAPH_STAGES)} only")
+    return name
+
+
+def load_network(name: str, graph_stages: str = "none") -> ComputeGraph:
+    """Zoo network `name` after `graph_stages` (``none``: as imported; ``fuse``: DNNFusion's
+    fuse stage, as ``fusion-dse optimize --graph-stages fuse`` searches it)."""
+    graph = load_zoo(name)
+    if check_graph_stages(graph_stages) == "none":
+        return graph
+    from search.substitution.stages import run_stages
+
+    return run_stages(graph, graph_stages).graph
+
+
 def training_config(scheme: str, seed: int = 0, groups: Mapping[str, int] | None = None, *,
-                    hw: HardwareConfig) -> DatasetConfig:
+                    hw: HardwareConfig, graph_stages: str = "none") -> DatasetConfig:
     """The paper's training set for `scheme`, with optional per-network group counts.
 
     Args:
@@ -156,6 +189,7 @@ def training_config(scheme: str, seed: int = 0, groups: Mapping[str, int] | None
         seed: Seed of the sampling.
         groups: Overrides of `DEFAULT_GROUPS` (a count of 0 drops the network).
         hw: Hardware labelling the groups (its buffer overridden by each buffer size).
+        graph_stages: ``none`` (the networks as imported) or ``fuse``.
     """
     scheme = Scheme.parse(scheme, FUSED_SCHEMES)
     counts = dict(DEFAULT_GROUPS[scheme])
@@ -166,16 +200,16 @@ def training_config(scheme: str, seed: int = 0, groups: Mapping[str, int] | None
             raise InputError(f"{name!r} is not a {scheme} training network (one of {allowed})")
         counts[key] = int(count)
     return DatasetConfig(scheme, tuple((n, c) for n, c in counts.items() if c > 0), seed=seed,
-                         hw=hw)
+                         hw=hw, graph_stages=graph_stages)
 
 
 def held_out_config(scheme: str, seed: int = 0, groups_per_network: int = HELD_OUT_GROUPS, *,
-                    hw: HardwareConfig) -> DatasetConfig:
+                    hw: HardwareConfig, graph_stages: str = "none") -> DatasetConfig:
     """Groups of the networks never trained on (BRR: the SE-free ones), labelled on `hw`."""
     scheme = Scheme.parse(scheme, FUSED_SCHEMES)
     names = [n for n in HELD_OUT_NETWORKS if not scheme.tiled or n in _SE_FREE]
     return DatasetConfig(scheme, tuple((n, groups_per_network) for n in names), seed=seed,
-                         hw=hw)
+                         hw=hw, graph_stages=graph_stages)
 
 
 @dataclass(frozen=True)
@@ -265,7 +299,7 @@ class _Part:
 
 def _network_part(config: DatasetConfig, name: str, count: int,
                   hws: Sequence[HardwareConfig]) -> _Part:
-    graph = load_zoo(name)
+    graph = load_network(name, config.graph_stages)
     if config.scheme.tiled and has_squeeze_excitation(graph):
         raise InputError(f"network {name!r} has squeeze-and-excitation, which BRR cannot tile; "
                          "leave it out of a BRR dataset")
@@ -331,6 +365,12 @@ def cache_key(config: DatasetConfig) -> str:
     hw.pop("buffer_bytes")
     doc = {"config": config.to_dict(), "hw": hw, "feature_schema": FEATURE_SCHEMA_VERSION,
            "format": DATASET_FORMAT_VERSION, "code": _source_fingerprint()}
+    if config.graph_stages != "none":  # the rewrite rules shape the graphs sampled
+        import search.substitution
+
+        rules = sorted(Path(search.substitution.__file__).parent.rglob("*.py"))
+        doc["stages_code"] = hashlib.sha256(b"".join(
+            f"{f.relative_to(f.parents[1])}".encode() + f.read_bytes() for f in rules)).hexdigest()
     return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()[:24]
 
 

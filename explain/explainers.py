@@ -39,7 +39,8 @@ from simulator.partition import Group
 from simulator.scheme import FUSED_SCHEMES
 from simulator.workload.graph import ComputeGraph
 
-__all__ = ["GnnExplainerGET", "PgExplainerGET", "group_tensors", "pg_checkpoint",
+__all__ = ["GnnExplainerGET", "PgExplainerGET", "graph_stages_for", "group_tensors",
+           "pg_checkpoint",
            "train_pg_explainer"]
 
 _MODEL_CONFIG = {"mode": "binary_classification", "task_level": "graph", "return_type": "raw"}
@@ -63,14 +64,15 @@ def _ranked(edges: list[Edge], mask: torch.Tensor) -> list[Edge]:
 
 
 def _explain_with(make, graph: ComputeGraph, ops: Group, cache: CostCache,
-                  rng: np.random.Generator, **kwargs) -> list[Edge]:
-    """Encode the group, run a PyG explainer on it (seeded, one thread) and rank its edges."""
+                  rng: np.random.Generator, stages: str, **kwargs) -> list[Edge]:
+    """Encode the group, run a PyG explainer on it (seeded, one thread) and rank its edges;
+    `make(scheme, stages)` gives the explainer."""
     x, edge_index, edges = group_tensors(graph, ops, cache.hw.buffer_bytes,
                                          cache.hw.dtype_bytes)
     if not edges:
         return []
     with torch.random.fork_rng(), threads(1):  # model loading draws initial weights too
-        explainer = make(cache.scheme)
+        explainer = make(cache.scheme, stages)
         torch.manual_seed(_seed(rng))
         explanation = explainer(x, edge_index, **kwargs)
     return _ranked(edges, explanation.edge_mask)
@@ -80,37 +82,52 @@ def _seed(rng: np.random.Generator) -> int:
     return int(rng.integers(0, 2**31 - 1))
 
 
+def graph_stages_for(given: str | None, graph: ComputeGraph) -> str:
+    """The graph stage whose checkpoints explain `graph`: `given`, else the one that suits the
+    graph (`explain.checkpoint.graph_stages_of`: ``fuse`` once activations are fused)."""
+    return _checkpoint.checkpoint_graph_stages(given) if given is not None \
+        else _checkpoint.graph_stages_of(graph)
+
+
 @dataclass
 class GnnExplainerGET:
-    """GNNExplainer on the validity GNN (the paper's GNNE)."""
+    """GNNExplainer on the validity GNN (the paper's GNNE).
+
+    Attributes:
+        graph_stages: The GNN's graph stage (``none`` or ``fuse``); None: the one that suits
+            each graph explained (`graph_stages_for`).
+    """
 
     epochs: int = 100
     lr: float = 0.01
     name: str = "gnne"
-    _explainers: dict[str, Explainer] = field(default_factory=dict, repr=False)
+    graph_stages: str | None = None
+    _explainers: dict[tuple[str, str], Explainer] = field(default_factory=dict, repr=False)
 
     def supports(self, scheme: str) -> bool:
         """LBDF and BRR: the dataflows with a shipped GNN."""
         return scheme in FUSED_SCHEMES
 
-    def _explainer(self, scheme: str) -> Explainer:
-        if scheme not in self._explainers:
-            model = load_predictor(scheme).model
-            self._explainers[scheme] = Explainer(
+    def _explainer(self, scheme: str, stages: str) -> Explainer:
+        if (scheme, stages) not in self._explainers:
+            model = load_predictor(scheme, graph_stages=stages).model
+            self._explainers[scheme, stages] = Explainer(
                 model=model, algorithm=GNNExplainer(epochs=self.epochs, lr=self.lr),
                 explanation_type="model", edge_mask_type="object", node_mask_type=None,
                 model_config=_MODEL_CONFIG)
-        return self._explainers[scheme]
+        return self._explainers[scheme, stages]
 
     def explain(self, graph: ComputeGraph, ops: Group, cache: CostCache,
                 rng: np.random.Generator) -> list[Edge]:
         """Group edges by GNNExplainer's edge mask, highest first."""
-        return _explain_with(self._explainer, graph, ops, cache, rng)
+        return _explain_with(self._explainer, graph, ops, cache, rng,
+                             graph_stages_for(self.graph_stages, graph))
 
 
-def pg_checkpoint(scheme: str) -> Path:
-    """Where the trained PGExplainer parameters of `scheme` ship."""
-    return _checkpoint.CHECKPOINT_DIR / f"pg-{scheme}.pt"
+def pg_checkpoint(scheme: str, graph_stages: str = "none") -> Path:
+    """Where the trained PGExplainer parameters of `scheme` for `graph_stages` ship."""
+    suffix = _checkpoint.GRAPH_STAGE_SUFFIX[_checkpoint.checkpoint_graph_stages(graph_stages)]
+    return _checkpoint.CHECKPOINT_DIR / f"pg-{scheme}{suffix}.pt"
 
 
 @dataclass
@@ -118,36 +135,43 @@ class PgExplainerGET:
     """PGExplainer (phenomenon: "does not fit"), with parameters trained on the GNN dataset.
 
     Attributes:
-        checkpoint: Parameters to use instead of the shipped ones (`pg_checkpoint`).
+        checkpoint: Parameters to use instead of the shipped ones (`pg_checkpoint`); they must
+            explain the GNN of the graph stage in use.
+        graph_stages: The graph stage of the GNN and parameters (``none`` or ``fuse``); None:
+            the one that suits each graph explained (`graph_stages_for`).
     """
 
     name: str = "pg"
     checkpoint: Path | None = None
-    _explainers: dict[str, Explainer] = field(default_factory=dict, repr=False)
+    graph_stages: str | None = None
+    _explainers: dict[tuple[str, str], Explainer] = field(default_factory=dict, repr=False)
 
-    def _path(self, scheme: str) -> Path:
-        return Path(self.checkpoint) if self.checkpoint is not None else pg_checkpoint(scheme)
+    def _path(self, scheme: str, stages: str | None = None) -> Path:
+        return Path(self.checkpoint) if self.checkpoint is not None \
+            else pg_checkpoint(scheme, stages or self.graph_stages or "none")
 
     def supports(self, scheme: str) -> bool:
         """Dataflows with a shipped GNN and trained PGExplainer parameters."""
         return scheme in FUSED_SCHEMES and self._path(scheme).is_file()
 
-    def _explainer(self, scheme: str) -> Explainer:
-        if scheme not in self._explainers:
-            path = self._path(scheme)
-            payload = load_explainer_checkpoint(path, "pg", scheme,
-                                                lambda: load_predictor(scheme))
+    def _explainer(self, scheme: str, stages: str) -> Explainer:
+        if (scheme, stages) not in self._explainers:
+            path = self._path(scheme, stages)
+            payload = load_explainer_checkpoint(
+                path, "pg", scheme, lambda: load_predictor(scheme, graph_stages=stages))
             # No epochs left to train: PyG's "trained?" check (every epoch of `epochs` run)
             # holds for parameters loaded from a file without touching its private state.
             algorithm = load_weights(_pg_algorithm(epochs=0), payload["state_dict"],
                                      f"PGExplainer parameters {str(path)!r}")
-            self._explainers[scheme] = _pg_explainer(load_predictor(scheme).model, algorithm)
-        return self._explainers[scheme]
+            self._explainers[scheme, stages] = _pg_explainer(
+                load_predictor(scheme, graph_stages=stages).model, algorithm)
+        return self._explainers[scheme, stages]
 
     def explain(self, graph: ComputeGraph, ops: Group, cache: CostCache,
                 rng: np.random.Generator) -> list[Edge]:
         """Group edges by PGExplainer's edge mask for the target "does not fit"."""
         return _explain_with(self._explainer, graph, ops, cache, rng,
+                             graph_stages_for(self.graph_stages, graph),
                              target=torch.tensor([0]))
 
 
@@ -161,7 +185,8 @@ def _pg_explainer(model: torch.nn.Module, algorithm: PGExplainer) -> Explainer:
 
 
 def train_pg_explainer(scheme: str, samples: list[tuple[ComputeGraph, Group, int, int]],
-                       epochs: int = 20, seed: int = 0, out: Path | None = None) -> Path:
+                       epochs: int = 20, seed: int = 0, out: Path | None = None,
+                       graph_stages: str = "none") -> Path:
     """Train PGExplainer's edge scorer on invalid groups and save it next to the GNN.
 
     Args:
@@ -169,14 +194,15 @@ def train_pg_explainer(scheme: str, samples: list[tuple[ComputeGraph, Group, int
         samples: (graph, group, buffer bytes, dtype bytes) of groups that do not fit.
         epochs: Passes over the samples.
         seed: Torch seed (inside a forked RNG).
-        out: Where to write (default: `pg_checkpoint(scheme)`).
+        out: Where to write (default: `pg_checkpoint(scheme, graph_stages)`).
+        graph_stages: The graph stage of the samples' graphs and of the GNN explained.
     """
     data = [group_tensors(g, ops, b, d)[:2] for g, ops, b, d in samples]
     data = [(x, e) for x, e in data if e.shape[1] > 0]
     logging.getLogger("torch_geometric").setLevel(logging.ERROR)
     with torch.random.fork_rng(), threads(1):  # loading the GNN draws initial weights too
         torch.manual_seed(seed)
-        gnn = load_predictor(scheme)
+        gnn = load_predictor(scheme, graph_stages=graph_stages)
         model = gnn.model
         algorithm = _pg_algorithm(epochs)
         explainer = _pg_explainer(model, algorithm)
@@ -187,6 +213,7 @@ def train_pg_explainer(scheme: str, samples: list[tuple[ComputeGraph, Group, int
             logging.getLogger(__name__).info("pg epoch %d: mean loss %.3f, %.0f s", epoch,
                                              loss / max(len(data), 1),
                                              time.perf_counter() - start)
-    return save_explainer_checkpoint(out if out is not None else pg_checkpoint(scheme), "pg",
+    return save_explainer_checkpoint(out if out is not None
+                                     else pg_checkpoint(scheme, graph_stages), "pg",
                                      gnn, algorithm.state_dict(), epochs=epochs,
                                      samples=len(data), seed=seed)

@@ -24,13 +24,14 @@ import torch
 import torch_geometric
 
 from explain.batch import content_ids
-from explain.checkpoint import save_checkpoint
+from explain.checkpoint import GRAPH_STAGE_SUFFIX, save_checkpoint
 from explain.dataset import (
     HELD_OUT_GROUPS,
     Dataset,
     build_dataset,
     cache_key,
     cached_dataset,
+    check_graph_stages,
     held_out_config,
     training_config,
 )
@@ -122,6 +123,7 @@ def _metadata(result: TrainResult, ds: Dataset, held_out: Dataset,
                          "val_accuracy": round(h.val_accuracy, 5), "seconds": round(h.seconds, 2)}
                         for h in result.history],
         },
+        "graph_stages": ds.config.graph_stages,
         "feature_schema": [name for name, _ in FEATURE_SCHEMA],
         "versions": {"torch": torch.__version__, "torch_geometric": torch_geometric.__version__,
                      "numpy": np.__version__, "python": platform.python_version()},
@@ -129,18 +131,19 @@ def _metadata(result: TrainResult, ds: Dataset, held_out: Dataset,
     }
 
 
-def _plot(scheme: str, ds: Dataset, seed: int, out: Path) -> Path:
+def _plot(scheme: str, ds: Dataset, seed: int, out: Path, suffix: str = "") -> Path:
     """Fig. 3 with this dataflow's panel, and the other's if its default dataset is cached."""
-    datasets = {s: ds if s == scheme else cached_dataset(training_config(s, seed, hw=ds.config.hw))
-                for s in FUSED_SCHEMES}
+    datasets = {s: ds if s == scheme else cached_dataset(training_config(
+        s, seed, hw=ds.config.hw, graph_stages=ds.config.graph_stages)) for s in FUSED_SCHEMES}
     return plot_validity({s: d for s, d in datasets.items() if d is not None},
-                         out / "validity.png")
+                         out / f"validity{suffix}.png")
 
 
 def train_gnn(scheme: str, out_dir: str | Path, *, hw: HardwareConfig,
               epochs: int = DEFAULT_EPOCHS, seed: int = 0,
               groups: Mapping[str, int] | None = None, held_out_groups: int = HELD_OUT_GROUPS,
-              threads: int = DEFAULT_THREADS, progress: bool = False) -> TrainGnnResult:
+              threads: int = DEFAULT_THREADS, progress: bool = False,
+              graph_stages: str = "none") -> TrainGnnResult:
     """Build the data, train, evaluate and write the checkpoint and reports of `scheme`.
 
     Args:
@@ -154,20 +157,25 @@ def train_gnn(scheme: str, out_dir: str | Path, *, hw: HardwareConfig,
         held_out_groups: Groups per held-out network.
         threads: Torch threads while training.
         progress: Progress bars on stderr.
+        graph_stages: The networks as imported (``none``) or after the fuse stage (``fuse``);
+            the files of ``fuse`` are named ``<scheme>-fused*`` (`GRAPH_STAGE_SUFFIX`).
     """
     start = time.perf_counter()
     out = Path(out_dir)
-    ds = build_dataset(training_config(scheme, seed, groups, hw=hw), progress=progress)
-    held_out = build_dataset(held_out_config(scheme, seed, held_out_groups, hw=hw),
-                             progress=progress)
+    graph_stages = check_graph_stages(graph_stages)
+    name = f"{scheme}{GRAPH_STAGE_SUFFIX[graph_stages]}"
+    ds = build_dataset(training_config(scheme, seed, groups, hw=hw, graph_stages=graph_stages),
+                       progress=progress)
+    held_out = build_dataset(held_out_config(scheme, seed, held_out_groups, hw=hw,
+                                             graph_stages=graph_stages), progress=progress)
     result = train_model(ds, TrainConfig(epochs=epochs, seed=seed, threads=threads),
                          progress=progress)
     ho = held_out_metrics(result, held_out)
-    json_path = save_checkpoint(out / f"{scheme}.pt", scheme, result.spec, result.state_dict,
-                                _metadata(result, ds, held_out, ho))
-    files = [out / f"{scheme}.pt", json_path]
-    files += write_dataset_table(dataset_table(ds), out, f"{scheme}-dataset")
-    files += write_dataset_table(dataset_table(held_out), out, f"{scheme}-held-out-dataset")
-    files.append(_plot(scheme, ds, seed, out))
+    json_path = save_checkpoint(out / f"{name}.pt", scheme, result.spec, result.state_dict,
+                                _metadata(result, ds, held_out, ho), graph_stages)
+    files = [out / f"{name}.pt", json_path]
+    files += write_dataset_table(dataset_table(ds), out, f"{name}-dataset")
+    files += write_dataset_table(dataset_table(held_out), out, f"{name}-held-out-dataset")
+    files.append(_plot(scheme, ds, seed, out, GRAPH_STAGE_SUFFIX[graph_stages]))
     return TrainGnnResult(scheme, ds, held_out, result, ho, tuple(files),
                           time.perf_counter() - start)

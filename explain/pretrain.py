@@ -18,14 +18,13 @@ from pathlib import Path
 
 import numpy as np
 
-from explain.dataset import DEFAULT_GROUPS, network_rng
+from explain.dataset import DEFAULT_GROUPS, check_graph_stages, load_network, network_rng
 from explain.sampling import sample_groups
 from search.registry import EXPLAINERS, resolve
 from simulator.cost import CostCache
 from simulator.errors import InputError
 from simulator.hw import HardwareConfig
 from simulator.workload.graph import ComputeGraph
-from simulator.workload.loader import load_zoo
 
 __all__ = ["BUFFERS_KIB", "DEFAULTS", "TRAINABLE", "PretrainResult", "invalid_samples",
            "pretrain_explainer", "rectify_rate"]
@@ -36,7 +35,7 @@ Sample = tuple[ComputeGraph, tuple[int, ...], int, int]
 
 def invalid_samples(scheme: str, per_network: int = 40, seed: int = 0,
                     networks: Sequence[str] | None = None, *,
-                    hw: HardwareConfig) -> list[Sample]:
+                    hw: HardwareConfig, graph_stages: str = "none") -> list[Sample]:
     """(graph, group, buffer bytes, dtype bytes) of groups that do not fit, shuffled.
 
     Args:
@@ -45,21 +44,22 @@ def invalid_samples(scheme: str, per_network: int = 40, seed: int = 0,
         seed: Seed of the sampling (one generator per network, as for the GNN dataset).
         networks: Override of the GNN's training networks of `scheme`.
         hw: Hardware of the samples (its buffer overridden by each of `BUFFERS_KIB`).
+        graph_stages: The networks as imported (``none``) or after the fuse stage (``fuse``).
     """
     names = list(networks or DEFAULT_GROUPS[scheme])
     samples: list[Sample] = []
     for name in names:
-        samples.extend(_network_samples(name, scheme, per_network, seed, hw))
+        samples.extend(_network_samples(name, scheme, per_network, seed, hw, graph_stages))
     rng = np.random.default_rng(seed)
     return [samples[k] for k in rng.permutation(len(samples))]
 
 
 def _network_samples(name: str, scheme: str, count: int, seed: int,
-                     hw: HardwareConfig) -> list[Sample]:
+                     hw: HardwareConfig, graph_stages: str = "none") -> list[Sample]:
     """Up to `count` invalid (group, buffer) pairs of one network: every sampled group at every
     buffer size of `BUFFERS_KIB` where it does not fit (as the GNN dataset labels each group at
     every size), groups in order of discovery."""
-    graph = load_zoo(name)
+    graph = load_network(name, graph_stages)
     rng = network_rng(seed + 7, name)
     caches = [CostCache(graph, hw.with_overrides(buffer=f"{kib}KiB"), scheme)
               for kib in BUFFERS_KIB]
@@ -87,6 +87,7 @@ class PretrainResult:
 
     Attributes:
         explainer, scheme: Which parameters.
+        graph_stages: The graph stage they were trained for (``none`` or ``fuse``).
         path: The parameters written.
         samples: Invalid groups trained on.
         epochs: Passes over them.
@@ -105,6 +106,7 @@ class PretrainResult:
     held_out: int
     rectify_rate: float
     top_k: int
+    graph_stages: str = "none"
 
 
 def rectify_rate(explainer, samples: Sequence[Sample], scheme: str, top_k: int = 4,
@@ -136,7 +138,8 @@ def rectify_rate(explainer, samples: Sequence[Sample], scheme: str, top_k: int =
 def pretrain_explainer(explainer: str, scheme: str, out: str | Path | None = None,
                        epochs: int | None = None, per_network: int | None = None,
                        seed: int = 0, held_out_per_network: int = 10,
-                       top_k: int = 4, *, hw: HardwareConfig) -> PretrainResult:
+                       top_k: int = 4, *, hw: HardwareConfig,
+                       graph_stages: str = "none") -> PretrainResult:
     """Train PGExplainer's or RG-Explainer's parameters for `scheme` and measure them.
 
     Args:
@@ -150,7 +153,11 @@ def pretrain_explainer(explainer: str, scheme: str, out: str | Path | None = Non
             skips it).
         top_k: Explained edges per group in the measurement.
         hw: Hardware of the samples (the shipped parameters: the ``edge-npu`` preset).
+        graph_stages: Train on the networks as imported (``none``) or after the fuse stage
+            (``fuse``), explaining the GNN of that stage (default `out`:
+            ``EXPLAINER-SCHEME-fused.pt`` for ``fuse``).
     """
+    graph_stages = check_graph_stages(graph_stages)
     entry = EXPLAINERS.get(explainer)
     if entry.trainer is None:
         raise InputError(f"explainer {explainer!r} has no parameters to train; choose one of "
@@ -158,15 +165,16 @@ def pretrain_explainer(explainer: str, scheme: str, out: str | Path | None = Non
     epochs = epochs or DEFAULTS[entry.name]["epochs"]
     per_network = per_network or DEFAULTS[entry.name]["per_network"]
     start = time.perf_counter()
-    samples = invalid_samples(scheme, per_network, seed, hw=hw)
+    samples = invalid_samples(scheme, per_network, seed, hw=hw, graph_stages=graph_stages)
     path = resolve(entry.trainer)(scheme, samples, epochs=epochs, seed=seed,
-                                  out=Path(out) if out is not None else None)
+                                  out=Path(out) if out is not None else None,
+                                  graph_stages=graph_stages)
     seconds = time.perf_counter() - start
-    held = (invalid_samples(scheme, held_out_per_network, seed + 1, hw=hw)
-            if held_out_per_network else [])
+    held = (invalid_samples(scheme, held_out_per_network, seed + 1, hw=hw,
+                            graph_stages=graph_stages) if held_out_per_network else [])
     rate = 0.0
     if held:
-        get = entry.create(checkpoint=Path(path))
+        get = resolve(entry.target)(checkpoint=Path(path), graph_stages=graph_stages)
         rate = rectify_rate(get, held, scheme, top_k, seed, hw=hw)
     return PretrainResult(entry.name, scheme, Path(path), len(samples), epochs, seconds,
-                          len(held), rate, top_k)
+                          len(held), rate, top_k, graph_stages)

@@ -55,7 +55,7 @@ from explain.checkpoint import (
     load_weights,
     save_explainer_checkpoint,
 )
-from explain.explainers import group_tensors
+from explain.explainers import graph_stages_for, group_tensors
 from explain.features import FEATURE_SCHEMA
 from explain.gnn import ValidityGNN
 from explain.predict import load_predictor
@@ -456,21 +456,25 @@ def rank_edges(scorer: SubgraphScorer, result: Rollout) -> list[Edge]:
 # --- parameters -------------------------------------------------------------------------------
 
 
-def rg_checkpoint(scheme: str) -> Path:
-    """Where the trained RG-Explainer parameters of `scheme` ship."""
-    return _checkpoint.CHECKPOINT_DIR / f"rg-{scheme}.pt"
+def rg_checkpoint(scheme: str, graph_stages: str = "none") -> Path:
+    """Where the trained RG-Explainer parameters of `scheme` for `graph_stages` ship."""
+    suffix = _checkpoint.GRAPH_STAGE_SUFFIX[_checkpoint.checkpoint_graph_stages(graph_stages)]
+    return _checkpoint.CHECKPOINT_DIR / f"rg-{scheme}{suffix}.pt"
 
 
-def load_rg_policy(path: str | Path, scheme: str) -> tuple[RgPolicy, RgConfig]:
-    """Read trained parameters (weights only) and check they explain the shipped GNN.
+def load_rg_policy(path: str | Path, scheme: str,
+                   graph_stages: str = "none") -> tuple[RgPolicy, RgConfig]:
+    """Read trained parameters (weights only) and check they explain the shipped GNN of
+    `graph_stages`.
 
     Raises:
         CheckpointError: Unreadable, of another format or dataflow, trained on another GNN, or
             not fitting the policy.
     """
     where = f"RG-Explainer parameters {str(path)!r}"
-    payload = load_explainer_checkpoint(path, "rg", scheme, lambda: load_predictor(scheme),
-                                        keys=("config", "embed_dim"))
+    payload = load_explainer_checkpoint(
+        path, "rg", scheme, lambda: load_predictor(scheme, graph_stages=graph_stages),
+        keys=("config", "embed_dim"))
     try:
         config = RgConfig.from_dict(payload["config"])
         policy = RgPolicy(int(payload["embed_dim"]), config.hidden)
@@ -491,25 +495,32 @@ class RgExplainerGET:
         greedy: Run the policy deterministically (most likely seed and actions); otherwise
             sample it with a torch seed drawn from the search's generator.
         name: ``"rg"``.
-        checkpoint: Parameters to use instead of the shipped ones (`rg_checkpoint`).
+        checkpoint: Parameters to use instead of the shipped ones (`rg_checkpoint`); they must
+            explain the GNN of the graph stage in use.
+        graph_stages: The graph stage of the GNN and parameters (``none`` or ``fuse``); None:
+            the one that suits each graph explained (`explain.explainers.graph_stages_for`).
     """
 
     greedy: bool = True
     name: str = "rg"
     checkpoint: Path | None = None
-    _policies: dict[str, tuple[RgPolicy, RgConfig]] = field(default_factory=dict, repr=False)
+    graph_stages: str | None = None
+    _policies: dict[tuple[str, str], tuple[RgPolicy, RgConfig]] = field(default_factory=dict,
+                                                                        repr=False)
 
-    def _path(self, scheme: str) -> Path:
-        return Path(self.checkpoint) if self.checkpoint is not None else rg_checkpoint(scheme)
+    def _path(self, scheme: str, stages: str | None = None) -> Path:
+        return Path(self.checkpoint) if self.checkpoint is not None \
+            else rg_checkpoint(scheme, stages or self.graph_stages or "none")
 
     def supports(self, scheme: str) -> bool:
         """Dataflows with a shipped GNN and trained RG-Explainer parameters."""
         return scheme in FUSED_SCHEMES and self._path(scheme).is_file()
 
-    def _policy(self, scheme: str) -> tuple[RgPolicy, RgConfig]:
-        if scheme not in self._policies:
-            self._policies[scheme] = load_rg_policy(self._path(scheme), scheme)
-        return self._policies[scheme]
+    def _policy(self, scheme: str, stages: str) -> tuple[RgPolicy, RgConfig]:
+        if (scheme, stages) not in self._policies:
+            self._policies[scheme, stages] = load_rg_policy(self._path(scheme, stages), scheme,
+                                                            stages)
+        return self._policies[scheme, stages]
 
     def explain(self, graph: ComputeGraph, ops: Group, cache: CostCache,
                 rng: np.random.Generator) -> list[Edge]:
@@ -517,10 +528,11 @@ class RgExplainerGET:
         seed = _seed(rng)
         if len(ops) < 2:
             return []
+        stages = graph_stages_for(self.graph_stages, graph)
         with torch.random.fork_rng(), threads(1), torch.no_grad():
-            policy, _ = self._policy(cache.scheme)
+            policy, _ = self._policy(cache.scheme, stages)
             scorer = SubgraphScorer(graph, ops, cache.hw.buffer_bytes, cache.hw.dtype_bytes,
-                                    load_predictor(cache.scheme).model)
+                                    load_predictor(cache.scheme, graph_stages=stages).model)
             if not scorer.edges:
                 return []
             torch.manual_seed(seed)
@@ -590,17 +602,20 @@ def _train(policy: RgPolicy, scorers: list[SubgraphScorer], epochs: int, config:
 
 
 def train_rg_explainer(scheme: str, samples: list[Sample], epochs: int = 5, seed: int = 0,
-                       out: Path | None = None, config: RgConfig | None = None) -> Path:
+                       out: Path | None = None, config: RgConfig | None = None,
+                       graph_stages: str = "none") -> Path:
     """Train the seed locator and policy on invalid groups and save them next to the GNN.
 
     Args are those of `explain.explainers.train_pg_explainer` (``out`` defaults to
-    `rg_checkpoint(scheme)`), plus ``config``, the hyper-parameters (default: `RgConfig()`).
+    `rg_checkpoint(scheme, graph_stages)`), plus ``config``, the hyper-parameters (default:
+    `RgConfig()`).
 
     Returns:
         The path written.
     """
     config = config or RgConfig()
-    model = load_predictor(scheme).model
+    gnn = load_predictor(scheme, graph_stages=graph_stages)
+    model = gnn.model
     log: list[dict[str, float]] = []
     with torch.random.fork_rng(), threads(1):
         torch.manual_seed(seed)
@@ -610,7 +625,7 @@ def train_rg_explainer(scheme: str, samples: list[Sample], epochs: int = 5, seed
         embed_dim = int(scorers[0].embeddings.shape[1]) if scorers else model.spec.hidden
         policy = RgPolicy(embed_dim, config.hidden)
         _train(policy, scorers, epochs, config, log)
-    path = Path(out) if out is not None else rg_checkpoint(scheme)
-    return save_explainer_checkpoint(path, "rg", load_predictor(scheme), policy.state_dict(),
+    path = Path(out) if out is not None else rg_checkpoint(scheme, graph_stages)
+    return save_explainer_checkpoint(path, "rg", gnn, policy.state_dict(),
                                      config=config.to_dict(), embed_dim=embed_dim,
                                      epochs=epochs, samples=len(scorers), seed=seed, log=log)

@@ -34,9 +34,12 @@ def run_train_explainer(args: argparse.Namespace) -> str:
         _positive(value, flag)
     if args.held_out_per_network < 0:
         raise InputError(f"--held-out-per-network must be >= 0, got {args.held_out_per_network}")
+    from explain.checkpoint import GRAPH_STAGE_SUFFIX
     from explain.pretrain import pretrain_explainer
 
-    out = check_out_file(args.out or Path(DEFAULT_OUT_ROOT) / f"{args.explainer}-{args.scheme}.pt",
+    suffix = GRAPH_STAGE_SUFFIX[args.graph_stages]
+    out = check_out_file(args.out or Path(DEFAULT_OUT_ROOT)
+                         / f"{args.explainer}-{args.scheme}{suffix}.pt",
                          "--out", create_parent=True)
     log = logging.getLogger("explain")
     handler = logging.StreamHandler(sys.stderr)  # one line per epoch (loss or reward; time)
@@ -50,15 +53,16 @@ def run_train_explainer(args: argparse.Namespace) -> str:
         r = pretrain_explainer(args.explainer, args.scheme, out, args.epochs,
                                args.samples_per_network, args.seed,
                                args.held_out_per_network, args.top,
-                               hw=load_hw(DEFAULT_PRESET))
+                               hw=load_hw(DEFAULT_PRESET), graph_stages=args.graph_stages)
     except OSError as err:
         raise InputError(f"cannot write to {str(out)!r}: {err.strerror or err}") from err
     finally:  # in-process callers (tests, notebooks) must not collect handlers
         log.removeHandler(handler)
         log.setLevel(level)
     name = {"pg": "PGExplainer", "rg": "RG-Explainer"}[r.explainer]
-    lines = [f"{name} for {r.scheme}: trained on {r.samples:,} invalid groups, {r.epochs} "
-             f"epochs, {r.seconds:.0f} s (sampling included)"]
+    lines = [f"{name} for {r.scheme} (graph stage {r.graph_stages}): trained on "
+             f"{r.samples:,} invalid groups, {r.epochs} epochs, {r.seconds:.0f} s (sampling "
+             "included)"]
     if r.held_out:
         lines.append(f"held-out rectify rate (top {r.top_k} edges alone): "
                      f"{r.rectify_rate:.1%} of {r.held_out:,} invalid groups")
@@ -99,14 +103,18 @@ def run_train_gnn(args: argparse.Namespace) -> str:
     for value, flag in ((args.epochs, "--epochs"), (args.held_out_groups, "--held-out-groups"),
                         (args.threads, "--threads")):
         _positive(value, flag)
-    out = check_out_dir(args.out or Path(DEFAULT_OUT_ROOT) / f"gnn-{args.scheme}", "--out")
+    from explain.checkpoint import GRAPH_STAGE_SUFFIX
+
+    stages = args.graph_stages
+    out = check_out_dir(args.out or Path(DEFAULT_OUT_ROOT)
+                        / f"gnn-{args.scheme}{GRAPH_STAGE_SUFFIX[stages]}", "--out")
     try:
         result = train_gnn(
             args.scheme, out, epochs=args.epochs or DEFAULT_EPOCHS, seed=args.seed,
             groups=parse_group_counts(args.samples_per_network, args.scheme),
             held_out_groups=args.held_out_groups or HELD_OUT_GROUPS,
             threads=args.threads or DEFAULT_THREADS, hw=load_hw(DEFAULT_PRESET),
-            progress=not args.quiet and sys.stderr.isatty())
+            progress=not args.quiet and sys.stderr.isatty(), graph_stages=stages)
     except OSError as err:
         raise InputError(f"cannot write to {str(out)!r}: {err.strerror or err}") from err
     return summary_text(result)
@@ -123,7 +131,8 @@ def summary_text(result: TrainGnnResult) -> str:
 
     t, ds = result.training, result.dataset
     lines = [
-        f"validity GNN for {result.scheme}: {ds.num_groups:,} groups / {ds.num_samples:,} "
+        f"validity GNN for {result.scheme} (graph stage {ds.config.graph_stages}): "
+        f"{ds.num_groups:,} groups / {ds.num_samples:,} "
         f"samples ({'cached' if ds.from_cache else f'generated in {ds.seconds:.0f} s'}), "
         f"split {t.split.sizes()} groups",
         f"trained {t.config.epochs} epochs in {t.seconds:.0f} s on {t.config.threads} "
