@@ -311,7 +311,8 @@ class Simulation:
         return {
             "format": SIMULATION_FORMAT, "version": 1, "model": ev.graph.name,
             "hw": ev.hw.to_dict(), "totals": rep.totals(),
-            "analytic": {"dram_bytes": ev.cost.dram_bytes, "mbu_bytes": ev.cost.mbu,
+            "analytic": {"dram_bytes": ev.cost.dram_bytes,
+                         "peak_buffer_bytes": ev.cost.peak_buffer, "mbu_bytes": ev.cost.mbu,
                          "cycles": ev.cost.cycles, "energy_pj": ev.cost.energy_pj},
             "groups": groups,
         }

@@ -122,7 +122,8 @@ def evaluation_text(result: Any) -> str:
         f"  DRAM, fuseable ops    {_bytes(t['dram_bytes_fuseable'])}   (lower bound "
         f"{_bytes(t['lower_bound_fuseable_bytes'])}, layer by layer "
         f"{_bytes(t['lbl_dram_fuseable_bytes'])})",
-        f"  max buffer usage      {_bytes(t['mbu_bytes'])}",
+        f"  peak buffer, network  {_bytes(t['peak_buffer_bytes'])}   (fuseable ops, the "
+        f"paper's max buffer usage: {_bytes(t['mbu_bytes'])})",
         f"  unfusable ops         {t['unfusable_ops']} (run layer by layer, outside the "
         "fuseable scope)",
         f"  cycles                {t['cycles']:,}  ({t['cycles'] / hw.clock_hz * 1e3:.3f} ms)",
@@ -177,8 +178,9 @@ def simulation_text(result: Any) -> str:
         f"  cycles                {rep.cycles:,}  ({rep.cycles / hw.clock_hz * 1e3:.3f} ms; "
         f"analytic {cost.cycles:,})",
         f"  DRAM                  {_bytes(rep.dram_bytes)}  (analytic {_bytes(cost.dram_bytes)})",
-        f"  peak buffer           {_bytes(rep.peak_buffer_bytes)}  (analytic max F_beta "
-        f"{_bytes(max(g.buffer_bytes for g in cost.groups))})",
+        f"  peak buffer, network  {_bytes(rep.peak_buffer_bytes)}  (analytic "
+        f"{_bytes(cost.peak_buffer)}; fuseable ops, the paper's max buffer usage: "
+        f"{_bytes(cost.mbu)})",
         f"  PE utilisation        {rep.pe_utilisation:.1%}",
         f"  energy                {rep.energy_pj / 1e6:,.3f} uJ  (DRAM "
         f"{rep.energy_dram_pj / 1e6:,.3f}, buffer {rep.energy_buffer_pj / 1e6:,.3f}, MAC "

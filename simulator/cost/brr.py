@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from simulator.cost.cycles import brr_cycles
 from simulator.cost.rows import RowDeps, row_deps
 from simulator.cost.traffic import boundary, buffer_traffic_elems
 from simulator.cost.types import Failure, GroupCost, timing
@@ -211,7 +212,9 @@ def _as_group_cost(graph: ComputeGraph, ops: tuple[int, ...], hw: HardwareConfig
         scheme=Scheme.BRR, ops=ops, buffer_bytes=t.buffer_elems * d,
         weight_buffer_bytes=t.weight_buffer_elems * d, dram_act_read=t.act_read_elems * d,
         dram_weight_read=t.weight_read_elems * d, dram_write=write_elems * d, macs=t.macs,
-        fits=failure is None, reason=reason, timing=timing(dram, buf, t.macs, hw),
+        fits=failure is None, reason=reason,
+        timing=timing(dram, buf, t.macs, hw,
+                      brr_cycles(graph, ops, t, hw) if failure is None else 0),
         tiles=t.tiles, weights_streamed=t.streamed, failure=failure,
         resident_weight_bytes=t.resident_elems * d,
         weight_slices=tuple((w.op, w.split, w.slices) for w in t.weights if not w.resident),

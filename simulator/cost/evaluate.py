@@ -170,6 +170,8 @@ class PlanTotals:
         energy_pj: Energy summed over groups.
         runs: Every group runs (fits; an unfusable op alone runs unless not even its smallest
             tile fits).
+        peak_buffer: Largest F_beta over all groups, unfusable ops run alone included: the
+            peak buffer of the whole network, what the simulator's peak equals.
     """
 
     dram_bytes: int
@@ -179,11 +181,12 @@ class PlanTotals:
     cycles: int
     energy_pj: float
     runs: bool
+    peak_buffer: int = 0
 
 
 def plan_totals(costs: Iterable[GroupCost]) -> PlanTotals:
     """Totals of a plan from the costs of its groups (`CostCache.run` of each), in plan order."""
-    dram = dram_fuseable = mbu = fused_mbu = cycles = 0
+    dram = dram_fuseable = mbu = fused_mbu = cycles = peak = 0
     energy = 0.0
     runs = True
     for c in costs:
@@ -191,12 +194,13 @@ def plan_totals(costs: Iterable[GroupCost]) -> PlanTotals:
         dram += c.dram_bytes
         cycles += c.timing.cycles
         energy += c.timing.energy_pj
+        peak = max(peak, c.buffer_bytes)
         if not c.runs_alone:
             dram_fuseable += c.dram_bytes
             mbu = max(mbu, c.buffer_bytes)
         if len(c.ops) > 1:
             fused_mbu = max(fused_mbu, c.buffer_bytes)
-    return PlanTotals(dram, dram_fuseable, mbu, fused_mbu, cycles, energy, runs)
+    return PlanTotals(dram, dram_fuseable, mbu, fused_mbu, cycles, energy, runs, peak)
 
 
 @dataclass(frozen=True)
@@ -210,7 +214,8 @@ class PlanCost:
         violations: Why the plan is invalid (empty when valid).
         dram_bytes: F_D over all groups.
         dram_bytes_fuseable: F_D over groups of fuseable ops (the paper's DRAM access).
-        mbu: Maximum buffer usage: the largest F_beta over groups of fuseable ops.
+        mbu: Maximum buffer usage: the largest F_beta over groups of fuseable ops (the paper's
+            MBU; unfusable ops run alone are left out, as from `dram_bytes_fuseable`).
         cycles, energy_pj: Sums over all groups.
         lower_bound: Compulsory traffic of the network.
         lower_bound_fuseable: Compulsory traffic of the plan's fuseable scope (the ops of its
@@ -218,6 +223,8 @@ class PlanCost:
         lbl_dram: Layer-by-layer traffic of the network (every op on its own, streamed or
             tiled).
         lbl_dram_fuseable: Layer-by-layer traffic of the plan's fuseable scope.
+        peak_buffer: The peak buffer of the whole network: the largest F_beta over all groups
+            (unfusable ops run alone included), which the simulated peak equals.
     """
 
     scheme: Scheme
@@ -233,6 +240,7 @@ class PlanCost:
     lower_bound_fuseable: int
     lbl_dram: int
     lbl_dram_fuseable: int
+    peak_buffer: int = 0
 
     @property
     def valid(self) -> bool:
@@ -250,6 +258,7 @@ class PlanCost:
             "dram_bytes": self.dram_bytes,
             "dram_bytes_fuseable": self.dram_bytes_fuseable,
             "mbu_bytes": self.mbu,
+            "peak_buffer_bytes": self.peak_buffer,
             "cycles": self.cycles,
             "energy_pj": self.energy_pj,
             "lower_bound_bytes": self.lower_bound,
@@ -288,7 +297,7 @@ def evaluate_plan(graph: ComputeGraph, plan: PartitionPlan, hw: HardwareConfig,
         dram_bytes_fuseable=totals.dram_bytes_fuseable, mbu=totals.mbu, cycles=totals.cycles,
         energy_pj=totals.energy_pj, lower_bound=refs["lower_bound"],
         lower_bound_fuseable=lower_fuseable, lbl_dram=refs["lbl_dram"],
-        lbl_dram_fuseable=lbl_fuseable,
+        lbl_dram_fuseable=lbl_fuseable, peak_buffer=totals.peak_buffer,
     )
 
 

@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from simulator.cost.cycles import lbdf_cycles
 from simulator.cost.rows import RowDeps, image_row, row_deps, slot_window
 from simulator.cost.traffic import boundary, buffer_traffic_elems
 from simulator.cost.types import Failure, GroupCost, timing
@@ -54,8 +55,9 @@ def group_cost(graph: ComputeGraph, ops: Sequence[int], hw: HardwareConfig) -> G
     ops = tuple(sorted(ops))
     b = boundary(graph, ops)
     weight_bytes = b.weight_elems * hw.dtype_bytes
-    rows_bytes = line_buffer_elems(graph, ops, hw.lbdf_buffer) * hw.dtype_bytes
-    need = weight_bytes + rows_bytes
+    line, order = _line_buffer(graph, ops, hw.lbdf_buffer, with_order=True,
+                               room=hw.buffer_bytes // hw.dtype_bytes - b.weight_elems)
+    need = weight_bytes + line * hw.dtype_bytes
     dram_act, dram_w, dram_write = (b.read_elems * hw.dtype_bytes, weight_bytes,
                                     b.write_elems * hw.dtype_bytes)
     macs = sum(graph[o].macs for o in ops)
@@ -65,7 +67,9 @@ def group_cost(graph: ComputeGraph, ops: Sequence[int], hw: HardwareConfig) -> G
     return GroupCost(
         scheme=Scheme.LBDF, ops=ops, buffer_bytes=need, weight_buffer_bytes=weight_bytes,
         dram_act_read=dram_act, dram_weight_read=dram_w, dram_write=dram_write, macs=macs,
-        fits=need <= hw.buffer_bytes, reason=reason, timing=timing(dram, buf, macs, hw),
+        fits=need <= hw.buffer_bytes, reason=reason,
+        timing=timing(dram, buf, macs, hw,
+                      lbdf_cycles(graph, ops, order, hw) if order is not None else 0),
         failure=failure,
     )
 
@@ -115,22 +119,42 @@ def row_order(graph: ComputeGraph, ops: Sequence[int], granularity: str = "row")
     unless the whole-row schedule holds no more (narrow maps deep in a group): then it is
     returned, as for ``"row"``.
     """
+    order = _line_buffer(graph, ops, granularity, with_order=True)[1]
+    assert order is not None
+    return order
+
+
+def _line_buffer(graph: ComputeGraph, ops: Sequence[int], granularity: str,
+                 with_order: bool = False, room: int | None = None,
+                 ) -> tuple[int, RowOrder | None]:
+    """`line_buffer_elems` and, with `with_order`, `row_order`, from one schedule. With `room`
+    (the elements the buffer leaves the line buffers) the order is made only when they fit
+    it: a group that does not fit is not timed."""
     ops = tuple(sorted(ops))
     if _granularity(granularity) == "pixel":
         px = _PixelSchedule(graph, ops, row_deps(graph))
         rows, levels = px.peaks()
+        line = min(rows, int(levels.max()))
+        if not with_order or (room is not None and line > room):
+            return line, None
         if levels.max() < rows:  # else whole rows one after the other hold no more
             order = np.lexsort((px.rank, px.row_block))
             tensor = np.repeat(np.arange(len(px.heights)), px.heights)[order]
             row = (np.arange(len(order)) - np.repeat(px.offsets[:-1], px.heights))[order]
-            return RowOrder(tuple(px.refs), tuple(px.heights), len(px.entering), tensor, row,
-                            px.row_block[order], levels)
-    sched = _RowSchedule(graph, ops, row_deps(graph))
+            return line, RowOrder(tuple(px.refs), tuple(px.heights), len(px.entering), tensor,
+                                  row, px.row_block[order], levels)
+        sched = _RowSchedule(graph, ops, row_deps(graph))
+    else:
+        sched = _RowSchedule(graph, ops, row_deps(graph))
+        line = sched.peak()
+        if not with_order or (room is not None and line > room):
+            return line, None
     rank = sched._ranks(*sched._keys())
     order = np.argsort(rank)
     tensor = np.repeat(np.arange(len(sched.heights)), sched.heights)[order]
     row = (np.arange(len(rank)) - np.repeat(sched.offsets[:-1], sched.heights))[order]
-    return RowOrder(tuple(sched.refs), tuple(sched.heights), len(sched.entering), tensor, row)
+    return line, RowOrder(tuple(sched.refs), tuple(sched.heights), len(sched.entering),
+                          tensor, row)
 
 
 def peak_row_bytes(graph: ComputeGraph, ops: Sequence[int]) -> int:

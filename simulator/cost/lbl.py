@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from functools import lru_cache
 from typing import TYPE_CHECKING
@@ -48,6 +48,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from simulator.cost import lbdf
+from simulator.cost.cycles import layer_cycles
 from simulator.cost.rows import reduced_axes, row_deps
 from simulator.cost.traffic import boundary, buffer_traffic_elems
 from simulator.cost.types import Failure, GroupCost, timing
@@ -136,6 +137,8 @@ class LayerTiling:
             (every input and the weights read once): halos and re-reads.
         fits: The tiling fits the buffer (False: not even the smallest tile does).
         reason: Why not ("" when it fits).
+        cycles: The time of the schedule (`simulator.cost.cycles`: streamed, the LBDF row
+            schedule; tiled, synchronous tiles); 0 when it does not fit.
     """
 
     op: int
@@ -155,6 +158,7 @@ class LayerTiling:
     reread_weight: int
     fits: bool
     reason: str
+    cycles: int = 0
 
     @property
     def streamed(self) -> bool:
@@ -226,7 +230,7 @@ def group_cost(graph: ComputeGraph, ops: Sequence[int], hw: HardwareConfig) -> G
         dram_weight_read=t.weight_read, dram_write=t.write, macs=macs, fits=t.fits,
         reason=t.reason,
         timing=timing(t.dram_bytes, buffer_traffic_elems(graph, ops) * d + t.dram_bytes,
-                      macs, hw),
+                      macs, hw, t.cycles),
         failure=None if t.fits else Failure.TILE_OVER_BUFFER,
         tiles=t.tiles, tiling=t.describe(), reread_act_bytes=t.reread_act,
         reread_weight_bytes=t.reread_weight)
@@ -246,8 +250,10 @@ def layer_tiling(graph: ComputeGraph, o: int, hw: HardwareConfig) -> LayerTiling
             in_block=0, in_blocks=1, buffer_bytes=single.buffer_bytes,
             weight_buffer_bytes=single.weight_buffer_bytes, act_read=single.dram_act_read,
             weight_read=single.dram_weight_read, write=single.dram_write, reread_act=0,
-            reread_weight=0, fits=True, reason="")
-    return Layer(graph, o, hw.dtype_bytes).tiling(hw.buffer_bytes)
+            reread_weight=0, fits=True, reason="", cycles=single.timing.cycles)
+    layer = Layer(graph, o, hw.dtype_bytes)
+    tiled = layer.tiling(hw.buffer_bytes)
+    return replace(tiled, cycles=layer_cycles(layer, tiled, hw)) if tiled.fits else tiled
 
 
 # --- the geometry of a layer -----------------------------------------------------------------

@@ -40,12 +40,13 @@ class Failure(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class Timing:
-    """Analytic cycles and energy of a group (roofline with overlapped transfers).
+    """Analytic cycles and energy of a group.
 
     Attributes:
         compute_cycles: ceil(MACs / MACs per cycle).
         dram_cycles: ceil(DRAM bytes / DRAM bandwidth) + one DRAM access latency.
-        cycles: max(compute, DRAM): double-buffered transfers overlap compute.
+        cycles: The time of the group's schedule (`simulator.cost.cycles`), never below the
+            roofline max(compute, DRAM) (docs/cost-model.md, section 5).
         energy_dram_pj, energy_buffer_pj, energy_mac_pj: energy by component.
     """
 
@@ -67,14 +68,21 @@ class Timing:
         return self.energy_dram_pj + self.energy_buffer_pj + self.energy_mac_pj
 
 
-def timing(dram_bytes: int, buffer_traffic_bytes: int, macs: int, hw: HardwareConfig) -> Timing:
-    """Cycles and energy of moving `dram_bytes`, touching the buffer and computing `macs`."""
+def timing(dram_bytes: int, buffer_traffic_bytes: int, macs: int, hw: HardwareConfig,
+           schedule_cycles: int = 0) -> Timing:
+    """Cycles and energy of moving `dram_bytes`, touching the buffer and computing `macs`.
+
+    `schedule_cycles` is the time of the group's schedule (`simulator.cost.cycles`: transfers
+    overlap compute only as far as the dataflow lets them); the cycles are the larger of it and
+    the roofline max(compute, DRAM), which therefore bounds them from below. 0: the roofline
+    (a group that cannot run; the exact solver's lower bounds).
+    """
     compute = math.ceil(macs / hw.macs_per_cycle)
     dram = math.ceil(dram_bytes / hw.dram_bandwidth) + (hw.dram_latency if dram_bytes else 0)
     return Timing(
         compute_cycles=compute,
         dram_cycles=dram,
-        cycles=max(compute, dram),
+        cycles=max(compute, dram, schedule_cycles),
         energy_dram_pj=dram_bytes * hw.energy_dram_pj_per_byte,
         energy_buffer_pj=buffer_traffic_bytes * hw.energy_buffer_pj_per_byte,
         energy_mac_pj=macs * hw.energy_mac_pj,

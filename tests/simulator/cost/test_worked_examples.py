@@ -12,6 +12,7 @@ from simulator.cost import CostCache, Failure, brr, evaluate_plan, lbdf, lbl, pl
 from simulator.cost.brr import chosen_tiling, incompatibility, position_needs, tile_cost
 from simulator.cost.lbdf import line_buffer_elems, peak_row_bytes
 from simulator.cost.traffic import compulsory_bytes
+from simulator.engine import simulate
 from simulator.hw import HardwareConfig
 from simulator.plan import PartitionPlan, layer_by_layer
 from simulator.scheme import Scheme
@@ -170,12 +171,16 @@ def test_brr_does_not_tile_at_one_kib():
 
 def test_a_cycles_and_energy():
     # 9.1 "Cycles and energy"
+    # the roofline (288 compute, 201 DRAM) bounds the cycles; the row schedule pays the DRAM
+    # latency of every row it waits for: 1,344 cycles, the simulator's figure
     t = lbdf.group_cost(CHAIN, ALL_A, hw()).timing
-    assert (t.compute_cycles, t.dram_cycles, t.cycles, t.bound) == (288, 201, 288, "compute")
+    assert (t.compute_cycles, t.dram_cycles, t.cycles, t.bound) == (288, 201, 1344, "compute")
+    assert simulate(CHAIN, PartitionPlan.of([ALL_A]), hw(), "lbdf").cycles == 1344
     assert (t.energy_dram_pj, t.energy_buffer_pj, t.energy_mac_pj, t.energy_pj) == (
         80800, 2128, 9216, 92144)
     t = brr.group_cost(CHAIN, ALL_A, hw()).timing  # T = 1: LBDF's traffic and MACs
-    assert (t.compute_cycles, t.dram_cycles, t.cycles) == (288, 201, 288)
+    assert (t.compute_cycles, t.dram_cycles, t.cycles) == (288, 201, 1392)  # synchronous
+    assert simulate(CHAIN, PartitionPlan.of([ALL_A]), hw(), "brr").cycles == 1392
     assert (t.energy_dram_pj, t.energy_buffer_pj, t.energy_mac_pj, t.energy_pj) == (
         80800, 2128, 9216, 92144)
 
@@ -234,7 +239,8 @@ def test_b_lbdf_skip_holds_one_more_row():
     c = lbdf.group_cost(RESIDUAL, ALL_B, hw())
     assert (c.buffer_bytes, c.weight_buffer_bytes, c.fits, c.reason) == (584, 296, True, "")
     assert _traffic(c) == (256, 296, 256, 808)
-    assert (c.timing.cycles, c.timing.energy_pj) == (288, 93424)
+    assert (c.timing.cycles, c.timing.energy_pj) == (1218, 93424)
+    assert simulate(RESIDUAL, PartitionPlan.of([ALL_B]), hw(), "lbdf").cycles == 1218
 
 
 def test_b_lower_bound_and_lbl():
@@ -274,7 +280,8 @@ def test_b_brr_search_picks_two_streamed_tiles():
     assert (c.tiles, c.weights_streamed, c.fits, c.reason) == (2, True, True, "")
     assert (c.buffer_bytes, c.weight_buffer_bytes, c.macs) == (618, 148, 20736)
     assert _traffic(c) == (384, 592, 256, 1232)
-    assert (c.timing.cycles, c.timing.energy_pj) == (324, 137400)
+    assert (c.timing.cycles, c.timing.energy_pj) == (1482, 137400)
+    assert simulate(RESIDUAL, PartitionPlan.of([ALL_B]), hw(), "brr").cycles == 1482
     t = chosen_tiling(RESIDUAL, ALL_B, hw())
     assert [(w.op, w.resident, w.slices, w.slice_elems) for w in t.weights] == [
         (0, False, 1, 148), (2, False, 2, 74)]
@@ -295,7 +302,8 @@ def test_c_lbdf_holds_the_other_branch_whole():
     assert (c.buffer_bytes, c.weight_buffer_bytes, c.fits, c.reason) == (406, 82, True, "")
     assert _traffic(c) == (256, 82, 256, 594)
     t = c.timing
-    assert (t.compute_cycles, t.dram_cycles, t.cycles, t.bound) == (53, 175, 175, "dram")
+    assert (t.compute_cycles, t.dram_cycles, t.cycles, t.bound) == (53, 175, 1704, "dram")
+    assert simulate(SE, PartitionPlan.of([ALL_C]), hw(), "lbdf").cycles == 1704
     assert (t.energy_dram_pj, t.energy_buffer_pj, t.energy_mac_pj, t.energy_pj) == (
         59400, 2500, 1672, 63572)
 
@@ -335,7 +343,8 @@ def test_c_brr_split_before_the_poolings_consumers():
     split = PartitionPlan.of([SPLIT_A, SPLIT_B])
     totals = evaluate_plan(SE, split, hw(), "brr")
     assert (totals.valid, totals.dram_bytes, totals.mbu, totals.cycles, totals.energy_pj) == (
-        True, 1114, 620, 340, 116092)
+        True, 1114, 620, 1196, 116092)
+    assert simulate(SE, split, hw(), "brr").cycles == 1196
     totals = evaluate_plan(SE, split, hw(), "lbdf")
     assert (totals.valid, totals.dram_bytes, totals.mbu) == (True, 1114, 204)
     assert [g.buffer_bytes for g in totals.groups] == [204, 174]

@@ -1,0 +1,355 @@
+"""Cycles of a group as its schedule runs them (docs/cost-model.md, section 5).
+
+The roofline, max(compute, DRAM), assumes every transfer overlaps compute. The machine the
+cost models describe (and `simulator.engine` executes) overlaps less, and how much less follows
+from the dataflow's own schedule:
+
+* **LBDF** (`lbdf_cycles`): weights first, then one row in flight per entering tensor (the row
+  after j is requested when row j arrives) and one write in flight per leaving tensor (row j
+  of a leaving tensor waits until the write of row j-1 has landed); the PE array computes the
+  op rows in the schedule's order (`simulator.cost.lbdf.row_order`). The time is the
+  recurrence of that schedule over its rows: now = max(now, when the data is there) at an
+  arriving row, now += ceil(MACs of the row / MACs per cycle) at an op row, every transfer
+  queued on one first-in-first-out channel at ceil(bytes / bandwidth) cycles and usable
+  `dram_latency` after it. It is evaluated row by row, in integers, with no event queue: a few
+  hundred nanoseconds a row.
+* **BRR** (`brr_cycles`) and **a tiled layer** (`layer_cycles`): synchronous, every load and
+  write-back is waited for before the PE array goes on, so nothing overlaps and the time is a
+  closed-form sum: the PE cycles of every computation, plus the channel cycles of every
+  transfer, plus one `dram_latency` per wait.
+
+A group's cycles are the larger of this and the roofline (`types.timing`), so the roofline
+stays a lower bound. A group that cannot run (over the buffer) keeps the roofline: it has no
+schedule to time.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from simulator.cost.rows import row_deps
+from simulator.workload.graph import ComputeGraph
+
+if TYPE_CHECKING:
+    from simulator.cost.brr import TileCost
+    from simulator.cost.lbdf import RowOrder
+    from simulator.cost.lbl import Layer, LayerTiling
+    from simulator.hw import HardwareConfig
+
+__all__ = ["brr_cycles", "layer_cycles", "lbdf_cycles"]
+
+
+def lbdf_cycles(graph: ComputeGraph, ops: tuple[int, ...], order: RowOrder,
+                hw: HardwareConfig) -> int:
+    """Cycles of an LBDF group (or an op streaming its rows on its own) run in `order`."""
+    bw, lat, mpc, d = hw.dram_bandwidth, hw.dram_latency, hw.macs_per_cycle, hw.dtype_bytes
+    deps = row_deps(graph)
+    refs, n_in, heights = order.refs, order.n_entering, order.heights
+    leaving = set(graph.outputs_of(ops))
+    n = len(refs)
+    xfer = [math.ceil(deps.row_elems_of[r] * d / bw) for r in refs]
+    comp, leaves, weights_ready = [0] * n, [False] * n, [0] * n
+    channel = 0  # the cycle the channel is free
+    for k in range(n_in, n):  # every weight tensor first, in op order
+        op = graph[refs[k]]
+        comp[k] = -(-(op.macs // heights[k]) // mpc)
+        leaves[k] = op.id in leaving
+        if op.weight_elems:
+            channel += math.ceil(op.weight_elems * d / bw)
+            weights_ready[k] = channel + lat
+    ready = [0] * n  # entering: when its next row is usable; leaving: when its last write lands
+    for k in range(n_in):  # then row 0 of every entering tensor
+        channel += xfer[k]
+        ready[k] = channel + lat
+    now = 0
+    for k, j in zip(order.tensor.tolist(), order.row.tolist(), strict=True):
+        if k < n_in:  # an entering row: wait for it, then request the next one
+            if ready[k] > now:
+                now = ready[k]
+            if j + 1 < heights[k]:
+                channel = (now if now > channel else channel) + xfer[k]
+                ready[k] = channel + lat
+        else:
+            if weights_ready[k] > now:
+                now = weights_ready[k]
+            if leaves[k]:  # one write in flight: row j - 1 must have landed
+                if j and ready[k] > now:
+                    now = ready[k]
+                now += comp[k]
+                channel = (now if now > channel else channel) + xfer[k]
+                ready[k] = channel + lat
+            else:
+                now += comp[k]
+    for k in range(n_in, n):
+        if leaves[k] and ready[k] > now:
+            now = ready[k]
+    return now
+
+
+class _Serial:
+    """Time of a synchronous schedule: PE cycles + channel cycles + a latency per wait, less
+    the PE cycles spent while the channel carries a transfer nothing waits for yet (rows read
+    and dropped, queued before a computation)."""
+
+    def __init__(self, hw: HardwareConfig) -> None:
+        self.bw, self.lat, self.mpc = hw.dram_bandwidth, hw.dram_latency, hw.macs_per_cycle
+        self.pe = 0
+        self.channel = 0
+        self.waits = 0
+        self.overlap = 0
+        self.pending = False
+        self.queued = 0  # channel cycles queued and not waited for
+
+    def read(self, nbytes: int) -> None:
+        """Queue a transfer (read or write) that a later `wait` waits for."""
+        if nbytes > 0:
+            n = math.ceil(nbytes / self.bw)
+            self.channel += n
+            self.queued += n
+            self.pending = True
+
+    def drop(self, nbytes: int) -> None:
+        """Queue a transfer nothing waits for (rows read and dropped)."""
+        if nbytes > 0:
+            n = math.ceil(nbytes / self.bw)
+            self.channel += n
+            self.queued += n
+
+    def wait(self) -> None:
+        """Wait for every transfer queued so far."""
+        if self.pending:
+            self.waits += 1
+            self.pending = False
+        self.queued = 0
+
+    def write(self, nbytes: int) -> None:
+        """Write back and wait for it."""
+        if nbytes > 0:
+            self.read(nbytes)
+            self.wait()
+
+    def compute(self, macs: int) -> None:
+        c = -(-macs // self.mpc)
+        self.pe += c
+        hidden = min(c, self.queued)
+        self.overlap += hidden
+        self.queued -= hidden
+
+    @property
+    def cycles(self) -> int:
+        return self.pe + self.channel + self.lat * self.waits - self.overlap
+
+
+def brr_cycles(graph: ComputeGraph, ops: tuple[int, ...], tiling: TileCost,
+               hw: HardwareConfig) -> int:
+    """Cycles of a BRR group at its configuration `tiling` (`simulator.engine.brr`): every
+    region load, weight slice and band write-back is waited for, so the tiles before the last
+    add up in closed form (vectorised over tiles); the last tile, which also reads and drops
+    the rows of entering tensors no tile needs, runs through `_Serial` in op order."""
+    from simulator.cost.brr import channels, slice_bounds, slice_elems, tile_regions
+
+    d, bw, mpc, tiles = hw.dtype_bytes, hw.dram_bandwidth, hw.macs_per_cycle, tiling.tiles
+    deps = row_deps(graph)
+    regions = tile_regions(graph, ops, tiles)
+    spans, refs = regions.lifetimes(), regions.refs
+    plans = {w.op: w for w in tiling.weights}
+    sliced_input = {graph[o].inputs[0] for o, w in plans.items()
+                    if not w.resident and w.split == "in"}
+    leaving = set(graph.outputs_of(ops))
+    last = _Serial(hw)  # the last tile (T = 1: the resident weights first)
+    resident = [w.op for w in tiling.weights if w.resident]
+    weights = sum(math.ceil(w.slice_elems * d / bw) for w in tiling.weights if w.resident)
+    if tiles == 1:
+        last.channel, last.queued, last.pending = weights, weights, bool(weights)
+    pe = channel = waits = 0  # tiles 0 .. T - 2
+    j = np.arange(tiles, dtype=np.int64)
+    # tile 0 waits for the resident weights at its first wait: a load (covering them, queued
+    # after them) or, before that, the first op computing with them (one wait more)
+    first_wait = 3 * len(ops)
+
+    def ceil(x: np.ndarray, by: float) -> np.ndarray:
+        return np.ceil(x / by).astype(np.int64)
+
+    def load(nbytes: np.ndarray, key: int) -> None:  # a load per tile, waited for
+        nonlocal channel, waits, first_wait
+        if nbytes[0] > 0:
+            first_wait = min(first_wait, key)
+        channel += int(ceil(nbytes[:-1], bw).sum())
+        waits += int((nbytes[:-1] > 0).sum())
+        last.read(int(nbytes[-1]))
+        last.wait()
+
+    for p, o in enumerate(ops):
+        for t, ref in enumerate(refs):  # entering tensors first read here
+            if ref not in ops and spans[t][0] == p and ref not in sliced_input:
+                rows = regions.rows(ref).astype(np.int64)
+                rb = deps.row_elems_of[ref] * d
+                load(rows * rb, 3 * p)
+                last.drop(max(0, deps.height_of[ref] - int(rows.sum())) * rb)
+        macs = regions.rows(o).astype(np.int64) * graph[o].macs // deps.height_of[o]
+        plan = plans.get(o)
+        if plan is None or plan.resident:
+            pe += int(-(-macs[:-1] // mpc).sum())
+            if tiles == 1 and plan is not None:
+                last.wait()
+            last.compute(int(macs[-1]))
+        else:  # weight slices, each loaded and waited for (an input slice with its weights)
+            chans = channels(graph[o].input_shapes[0] if plan.split == "in"
+                             else graph[o].output_shape)
+            x = graph[o].inputs[0]
+            per_channel = regions.rows(x).astype(np.int64) * (deps.row_elems_of[x] * d) \
+                // chans
+            first_wait = min(first_wait, 3 * p + 1)
+            for a, b in slice_bounds(chans, plan.slices):
+                w = slice_elems(graph[o].weight_elems, chans, a, b) * d
+                xb = per_channel * (b - a) if plan.split == "in" else 0 * j
+                channel += int(ceil(xb[:-1], bw).sum()) + (tiles - 1) * math.ceil(w / bw)
+                waits += tiles - 1
+                last.read(int(xb[-1]))
+                last.read(w)
+                last.wait()
+                part = macs * b // chans - macs * a // chans
+                pe += int(-(-part[:-1] // mpc).sum())
+                last.compute(int(part[-1]))
+            if plan.split == "in":
+                unread = deps.height_of[x] - int(regions.rows(x).sum())
+                last.drop(max(0, unread) * deps.row_elems_of[x] * d)
+        if o in leaving:  # the band written back, waited for
+            h = deps.height_of[o]
+            load(((j + 1) * h // tiles - j * h // tiles) * (deps.row_elems_of[o] * d),
+                 3 * p + 2)
+    if tiles > 1 and resident:
+        channel += weights
+        waits += int(3 * ops.index(resident[0]) + 1 < first_wait)
+    return last.cycles + pe + channel + hw.dram_latency * waits
+
+
+def layer_cycles(layer: Layer, tiling: LayerTiling, hw: HardwareConfig) -> int:
+    """Cycles of an op tiled on its own (`simulator.engine.layer`): tiles are synchronous,
+    so the loop nest's PE cycles, channel cycles and one latency per wait add up."""
+    from simulator.cost.lbl import ACC_BYTES, LoopOrder
+
+    s = _Serial(hw)
+    L, t, d = layer, tiling, layer.d
+    done = [0, 0]  # work and MACs computed so far: the MACs split exactly, as the simulator
+
+    def compute(work: int, total: int) -> None:
+        done[0] += work
+        macs = L.op.macs * done[0] // total - done[1]
+        done[1] += macs
+        s.compute(macs)
+
+    def write(nbytes: int) -> None:
+        if L.writes:
+            s.write(nbytes)
+
+    s.read(d * L.shared)
+    order = t.order
+    if order is LoopOrder.CHUNKS:
+        outs, ins = L.chunk_split(t.bands)
+        for k in range(t.bands):
+            for sizes in ins:
+                s.read(d * int(sizes[k]))
+            s.wait()
+            compute(int(outs[k]), L.out_elems)
+            write(d * int(outs[k]))
+    elif order is LoopOrder.HEADS:
+        for _ in range(L.heads):
+            s.read(d * L.k * L.n)
+            for r0 in range(0, L.m_rows, t.band_rows):
+                rows = min(t.band_rows, L.m_rows - r0)
+                s.read(d * rows * L.k)
+                s.wait()
+                compute(rows, L.heads * L.m_rows)
+                write(d * rows * L.n)
+    elif order is LoopOrder.WHOLE:
+        for r in L.refs:
+            s.read(d * L.graph.tensor_elems(r))
+        s.wait()
+        compute(1, 1)
+        write(d * L.out_elems)
+    elif order is LoopOrder.CHANNELS:
+        _channels(L, t, s, compute, write)
+    else:
+        _matrix(L, t, s, compute, write, ACC_BYTES, LoopOrder)
+    return s.cycles
+
+
+def _ranges(n: int, size: int) -> list[int]:
+    return [min(size, n - a) for a in range(0, n, size)]
+
+
+def _matrix(L: Layer, t: LayerTiling, s: _Serial, compute, write, acc_bytes: int,
+            loop_order) -> None:
+    """Matrix ops: output-channel blocks, row bands and input-channel blocks."""
+    d = L.d
+    bands = L.band_list(t.band_rows)
+    unread = max(0, L.h_in - sum(b.in_rows(0) for b in bands)) * L.in_row * L.c_in
+    total = L.c_out * L.h_out * L.c_in
+    oc, ic = _ranges(L.c_out, t.out_block), _ranges(L.c_in, t.in_block)
+
+    def weight_block(c_o: int, k: int, c_i: int) -> int:
+        return d * c_o * (c_i * L.q + (L.bias if k == 0 else 0))
+
+    if t.order is loop_order.ROWS_OUTER:
+        for n, band in enumerate(bands):
+            s.read(L.in_row * L.c_in * band.in_rows(0))
+            if n == len(bands) - 1:
+                s.drop(unread)
+            for c_o in oc:
+                for k, c_i in enumerate(ic):
+                    s.read(weight_block(c_o, k, c_i))
+                    s.wait()
+                    compute(c_o * band.out_rows * c_i, total)
+                write(d * c_o * L.out_row * band.out_rows)
+        return
+    for c_o in oc:  # weights outer, blocks
+        held = d * c_o * L.per_oc if t.order is loop_order.WEIGHTS_OUTER else 0
+        s.read(held)
+        for n, band in enumerate(bands):
+            for k, c_i in enumerate(ic):
+                s.read(L.in_row * c_i * band.in_rows(0))
+                s.read(0 if held else weight_block(c_o, k, c_i))
+                s.wait()
+                compute(c_o * band.out_rows * c_i, total)
+            if n == len(bands) - 1:
+                s.drop(unread)
+            write(d * c_o * L.out_row * band.out_rows)
+
+
+def _channels(L: Layer, t: LayerTiling, s: _Serial, compute, write) -> None:
+    """Channel-separable ops: channel blocks, then row bands."""
+    d = L.d
+    reduce = L.form == "reduce"
+    for r in L.held_whole:
+        s.read(d * L.graph.tensor_elems(r))
+    bands = L.band_list(t.band_rows)
+    unread = [max(0, b.height - sum(band.in_rows(k) for band in bands)) * b.unit_row
+              for k, b in enumerate(L.banded)]
+    total = L.units * (L.h_in if reduce else L.h_out)
+    for u0 in range(0, L.units, t.out_block):
+        u = min(t.out_block, L.units - u0)
+        s.read(d * u * L.w_unit)
+        for _, per_unit in L.held_block:
+            s.read(u * per_unit)
+        for n, band in enumerate(bands):
+            for k, b in enumerate(L.banded):
+                per = b.unit_row * band.in_rows(k)
+                if L.form == "concat":
+                    for _, first, chans in L.pieces:
+                        m = min(u0 + u, first + chans) - max(u0, first)
+                        if m > 0:
+                            s.read(m * per)
+                else:
+                    s.read(u * per)
+            s.wait()
+            compute(u * band.out_rows if not reduce else u * band.in_rows(0), total)
+            write(0 if reduce else u * L.out_unit_row * band.out_rows)
+            if n == len(bands) - 1:
+                for k in range(len(L.banded)):
+                    s.drop(u * unread[k])
+        if reduce:
+            write(d * u * L.acc_unit)
