@@ -4,6 +4,8 @@
     python experiments/provenance.py status                  # every result, current or stale
     python experiments/provenance.py record PATH... --command "HOW IT WAS MADE" [--inputs X...]
                                             [--no-hash] [--scope cnn|all]
+        (inputs that are stores or exports give the fingerprint of their points, as the
+        renderers do; without any, the files are taken as made now by the current code)
     python experiments/provenance.py mark-stale --reason "WHY" [PATH...]
 
 One file, `RECORD` (``experiments/results/provenance.json``), maps every committed result (the
@@ -37,7 +39,7 @@ stale, with the reason, on purpose.
 `check` (tests/experiments/test_provenance.py) fails for a recorded file that is missing or
 whose content differs from its record, a result file without a record, and a result whose
 fingerprint is not the code's (in its scope) unless it is marked stale. After the cost models
-change: regenerate (docs/sweeps.md, "Regenerating the committed results") and the renderers
+change: regenerate (experiments/README.md, "Regenerating the committed results") and the renderers
 re-record, or mark what is not regenerated stale in one command (``mark-stale``).
 """
 
@@ -115,8 +117,8 @@ def _save(record: dict[str, Any], path: Path) -> None:
     record["fingerprints"] = {d: f for d, f in sorted(record["fingerprints"].items())
                               if used & {d, *f.get("scopes", {}).values()}}
     record["results"] = dict(sorted(record["results"].items()))
-    text = json.dumps({"about": "experiments/provenance.py (module docstring)", **record},
-                      indent=1, sort_keys=False) + "\n"
+    about = "experiments/README.md (Provenance); experiments/provenance.py"
+    text = json.dumps({"about": about, **record}, indent=1, sort_keys=False) + "\n"
     text = re.sub(r"\[\s+([^\[\]{}]*?)\s+\]",  # a list of numbers on one line
                   lambda m: "[" + re.sub(r",\s+", ", ", m.group(1)) + "]", text)
     tmp = path.with_name(f".{path.name}.tmp")
@@ -340,10 +342,9 @@ def check(record_path: Path = RECORD, root: Path = ROOT, fp: Any = None,  # noqa
     for digest in mismatched:
         problems.append(
             f"fingerprint {digest or 'unknown'} -> {fp.digest}"
-            f"{_what_changed(record, digest, fp)}; regenerate them (docs/sweeps.md, "
-            f"'Regenerating the committed results'; python experiments/provenance.py status "
-            f"lists each command) or mark them stale (python experiments/provenance.py "
-            f"mark-stale --reason ...)")
+            f"{_what_changed(record, digest, fp)}; regenerate them (experiments/README.md; "
+            f"python experiments/provenance.py status lists each command) or mark them "
+            f"stale (python experiments/provenance.py mark-stale --reason ...)")
     for name in expected(root):
         if name not in record["results"]:
             problems.append(f"{name}: a committed result without a provenance record "
@@ -362,7 +363,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     r.add_argument("paths", nargs="+", metavar="PATH")
     r.add_argument("--command", required=True, dest="how", help="the command that made them")
     r.add_argument("--inputs", nargs="*", default=[])
-    r.add_argument("--scope", choices=("cnn", "all"), default="all")
+    r.add_argument("--scope", choices=("cnn", "all"),
+                   help="default: from the input stores' models, else all")
     r.add_argument("--no-hash", action="store_true", help="docs edited by hand: no SHA-256")
     m = sub.add_parser("mark-stale", help="mark results stale (default: every mismatch)")
     m.add_argument("paths", nargs="*", metavar="PATH")
@@ -373,9 +375,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         if missing:
             print(f"provenance: no such file: {', '.join(missing)}", file=sys.stderr)
             return 2
+        sources = [i for i in args.inputs if str(i).endswith((".sqlite", ".sql.gz"))]
+        rows = None
+        if sources:
+            import pandas as pd
+
+            rows = pd.concat([store_rows(i) for i in sources], ignore_index=True)
         done = record_outputs(args.paths, argv=shlex.split(args.how), inputs=args.inputs,
-                              scope=args.scope, hashed=not args.no_hash)
-        print(f"recorded {len(done)} result(s) with fingerprint {current().digest}")
+                              rows=rows, scope=args.scope, hashed=not args.no_hash)
+        entries = load_record()["results"]
+        for name in done:
+            print(f"recorded {name}: fingerprint {entries[name]['fingerprint']} "
+                  f"({entries[name]['scope']} scope)")
         return 0
     if args.command == "mark-stale":
         for name in mark_stale(args.reason, args.paths):

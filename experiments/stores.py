@@ -1,12 +1,16 @@
 """Committed exports of the sweep stores the renderers read, so they run from a clean clone.
 
     python experiments/stores.py export STORE [STORE...] [--out-dir experiments/results/stores]
+                                        [--drop history,pareto]
     python experiments/stores.py materialise EXPORT --out STORE.sqlite
 
 A sweep store (`fusion_dse.sweep.store`, SQLite) is git-ignored (``experiments/results/*.sqlite``):
 it can be large and is written while a sweep runs. Its export, ``NAME.sql.gz``, is the store's
 SQL dump (``sqlite3.Connection.iterdump``: the ``points`` and ``meta`` tables, every column and
-blob), gzip'd with a zero timestamp so that the same store always gives the same bytes. Reading
+blob), gzip'd with a zero timestamp so that the same store always gives the same bytes;
+``--drop`` empties blob columns the renderers do not read, to keep the export small (a history
+is about 85 bytes a plan: 2,000 plans x 300 points is 50 MB before gzip; only Fig. 5 reads
+histories, no renderer reads ``plan`` or ``pareto``). Reading
 an export rebuilds the store in a temporary file and reads it with the store's own reader, so a
 renderer sees exactly the frame the store gives (types, NULLs, blobs), with no second parser.
 
@@ -28,7 +32,7 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-__all__ = ["EXPORT_DIR", "SUFFIX", "export", "is_export", "materialise", "resolve"]
+__all__ = ["DROPPABLE", "EXPORT_DIR", "SUFFIX", "export", "is_export", "materialise", "resolve"]
 
 ROOT = Path(__file__).resolve().parents[1]
 EXPORT_DIR = ROOT / "experiments" / "results" / "stores"
@@ -40,24 +44,44 @@ def is_export(path: str | Path) -> bool:
     return str(path).endswith(SUFFIX)
 
 
-def export(store: str | Path, out: str | Path | None = None) -> Path:
+DROPPABLE = ("history", "pareto", "plan")
+"""Blob columns `export` may empty (``summary`` and ``config`` are read by every renderer)."""
+
+
+def export(store: str | Path, out: str | Path | None = None,
+           drop: Sequence[str] = ()) -> Path:
     """Write the SQL dump of `store` (gzip'd, reproducible) to `out` (default:
-    ``EXPORT_DIR/<store name>.sql.gz``); returns the path.
+    ``EXPORT_DIR/<store name>.sql.gz``), with the blob columns `drop` emptied (NULL); returns
+    the path.
 
     Raises:
         FileNotFoundError: `store` does not exist.
+        ValueError: a column of `drop` is not one of `DROPPABLE`.
     """
     store = Path(store)
     if not store.is_file():
         raise FileNotFoundError(f"{store}: no such sweep store")
+    bad = sorted(set(drop) - set(DROPPABLE))
+    if bad:
+        raise ValueError(f"--drop {','.join(bad)}: only {', '.join(DROPPABLE)} may be dropped")
     target = Path(out) if out else EXPORT_DIR / (store.stem + SUFFIX)
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(f".{target.name}.tmp")
-    with sqlite3.connect(f"file:{store}?mode=ro", uri=True) as con, \
-            open(tmp, "wb") as raw, \
-            gzip.GzipFile(filename="", mode="wb", fileobj=raw, compresslevel=9, mtime=0) as gz:
-        for line in con.iterdump():
-            gz.write(line.encode() + b"\n")
+    source = sqlite3.connect(f"file:{store}?mode=ro", uri=True)
+    con = sqlite3.connect(":memory:")
+    try:
+        source.backup(con)  # a consistent copy, even while a sweep writes the store
+        if drop:
+            con.execute(f"UPDATE points SET {', '.join(f'{c} = NULL' for c in drop)}")
+            con.commit()
+        with open(tmp, "wb") as raw, \
+                gzip.GzipFile(filename="", mode="wb", fileobj=raw, compresslevel=9,
+                              mtime=0) as gz:
+            for line in con.iterdump():
+                gz.write(line.encode() + b"\n")
+    finally:
+        source.close()
+        con.close()
     tmp.replace(target)
     return target
 
@@ -111,6 +135,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     e = sub.add_parser("export", help="write STORE.sql.gz exports and record their provenance")
     e.add_argument("stores", nargs="+", metavar="STORE")
     e.add_argument("--out-dir", type=Path, default=EXPORT_DIR)
+    e.add_argument("--drop", default="", help=f"blob columns to empty: {', '.join(DROPPABLE)}")
     m = sub.add_parser("materialise", help="rebuild the store an export holds")
     m.add_argument("export", metavar="EXPORT")
     m.add_argument("--out", required=True, help="the new store (SQLite)")
@@ -124,11 +149,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         command = ["python", "experiments/stores.py", *(sys.argv[1:] if argv is None else argv)]
         for store in args.stores:
-            written = export(store, args.out_dir / (Path(store).stem + SUFFIX))
+            written = export(store, args.out_dir / (Path(store).stem + SUFFIX),
+                             [c.strip() for c in args.drop.split(",") if c.strip()])
             provenance.record_outputs([written], argv=command, inputs=[store],
                                       rows=provenance.store_rows(store))
             print(f"{store} -> {written} ({written.stat().st_size:,} bytes)")
-    except (OSError, sqlite3.Error) as err:
+    except (OSError, ValueError, sqlite3.Error) as err:
         print(f"stores: {err}", file=sys.stderr)
         return 2
     return 0

@@ -68,6 +68,19 @@ def test_an_export_is_reproducible_and_reads_back_as_the_store(store, tmp_path):
         stores.materialise(first, rebuilt)
 
 
+def test_an_export_may_leave_out_the_blobs_no_renderer_needs(store, tmp_path):
+    full = stores.export(store, tmp_path / "full.sql.gz")
+    small = stores.export(store, tmp_path / "small.sql.gz", drop=["history", "plan"])
+    assert small.stat().st_size < full.stat().st_size
+    got, want = (load_sweep(stores.resolve(p), blobs=True) for p in (small, full))
+    assert got["history"].isna().all() and got["plan"].isna().all()
+    assert want["history"].notna().sum() == 2
+    pd.testing.assert_frame_equal(got.drop(columns=["history", "plan"]),
+                                  want.drop(columns=["history", "plan"]))
+    with pytest.raises(ValueError, match="summary"):
+        stores.export(store, tmp_path / "bad.sql.gz", drop=["summary"])
+
+
 def test_the_renderers_give_the_same_bytes_from_the_export(store, tmp_path):
     export = stores.export(store, tmp_path / "tiny.sql.gz")
     record = provenance.RECORD.read_bytes()
