@@ -18,7 +18,13 @@ from collections.abc import Callable, Sequence
 from fusion_dse import cli_args, reports
 from fusion_dse.cli_args import DEFAULT_OUT_ROOT, EXIT_USAGE, hw_overrides, model_and_shape
 from fusion_dse.outputs import atomic_file, check_out_file, plot_formats
-from search.registry import DEFAULT_EXACT_TIME_LIMIT, EXPLAINERS, REPAIRS, SEARCHES
+from search.registry import (
+    DEFAULT_EXACT_MAX_COSTED,
+    DEFAULT_EXACT_TIME_LIMIT,
+    EXPLAINERS,
+    REPAIRS,
+    SEARCHES,
+)
 from search.substitution.stages import DEFAULT_STAGES, SUBSTITUTIONS
 from simulator.errors import InputError
 from simulator.limits import allow_extreme_hw
@@ -149,6 +155,7 @@ def build_parser() -> argparse.ArgumentParser:
         "schemes": [str(s) for s in Scheme], "fused_schemes": [str(s) for s in FUSED_SCHEMES],
         "searches": SEARCHES.names(), "search_help": SEARCHES.help_text(),
         "repairs": REPAIRS.names(), "exact_time_limit": DEFAULT_EXACT_TIME_LIMIT,
+        "exact_max_costed": DEFAULT_EXACT_MAX_COSTED,
         "explainers": EXPLAINERS.names(), "explainer_help": EXPLAINERS.help_text(),
         "trainable_explainers": trainable,
         "trainable_help": ", ".join(f"{n}: {EXPLAINERS.get(n).help}" for n in trainable),

@@ -22,7 +22,7 @@ from typing import Any
 from simulator.errors import InputError
 
 __all__ = ["DEFAULT_OUT_ROOT", "EXIT_USAGE", "Parser", "build_parser", "hw_overrides",
-           "model_and_shape", "option_dests", "surface", "time_limit"]
+           "cap", "model_and_shape", "option_dests", "surface", "time_limit"]
 
 DEFAULT_OUT_ROOT = "fusion-dse-out"
 """Folder, relative to the working directory, under which results are written by default."""
@@ -55,7 +55,21 @@ def time_limit(text: str) -> float | None:
     return value
 
 
-_TYPES: dict[str, Callable[[str], Any]] = {"int": int, "time_limit": time_limit}
+def cap(text: str) -> int | None:
+    """A work cap (``--exact-max-costed``): a positive whole number, or ``none``."""
+    if text.strip().lower() == "none":
+        return None
+    try:
+        value = int(text.replace(",", "").replace("_", ""))
+    except ValueError:
+        value = 0
+    if value <= 0 or len(text) > 20:
+        raise argparse.ArgumentTypeError(f"must be a positive whole number or 'none', "
+                                         f"got {text[:40]!r}")
+    return value
+
+
+_TYPES: dict[str, Callable[[str], Any]] = {"int": int, "time_limit": time_limit, "cap": cap}
 
 
 @cache

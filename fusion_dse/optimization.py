@@ -23,8 +23,9 @@ from typing import Any
 from matplotlib.figure import Figure
 
 from fusion_dse.outputs import atomic_dir
-from fusion_dse.pipeline import DEFAULT_EXACT_TIME_LIMIT, RunSpec, run_pipeline
+from fusion_dse.pipeline import DEFAULT_EXACT_TIME_LIMIT, RunSpec, exact_caps, run_pipeline
 from fusion_dse.plots import budget_figure, pareto_figure
+from search.exact.solver import DEFAULT_CAPS
 from search.result import SearchResult
 from search.substitution.stages import DEFAULT_STAGES
 from simulator.errors import InputError
@@ -45,7 +46,8 @@ def optimize(model: str | ComputeGraph, hw: str | HardwareConfig = "edge-npu",
              exact_time_limit: float | None = DEFAULT_EXACT_TIME_LIMIT,
              compute_optimum: bool = True,
              graph_stages: str | Sequence[str] | None = DEFAULT_STAGES,
-             substitution: str = "sampling") -> SearchResult:
+             substitution: str = "sampling",
+             exact_max_costed: int | None = DEFAULT_CAPS.max_costed) -> SearchResult:
     """Find the valid partition plan of `model` with the least DRAM traffic.
 
     Args:
@@ -53,8 +55,8 @@ def optimize(model: str | ComputeGraph, hw: str | HardwareConfig = "edge-npu",
         hw: Hardware preset name, YAML path or configuration.
         scheme: Fusion dataflow, LBDF or BRR (`Scheme` or its name).
         search: Name in `search.registry.SEARCHES`: ``auto`` (the exact optimum where the
-            solver proves it within `exact_time_limit`, else local search seeded with the
-            capped optimum), ``exact``, ``rs`` (random), ``ls`` (local) or ``nsga2``.
+            solver proves it within its work caps, else local search seeded with the best plan
+            the capped solver found), ``exact``, ``rs`` (random), ``ls`` (local) or ``nsga2``.
         repair: Name in `search.registry.REPAIRS`, the splitter for groups over the buffer:
             ``random``, or explanation-guided (``gnne``, ``pg``, ``rg``, or ``alledges``
             without explanation).
@@ -69,9 +71,13 @@ def optimize(model: str | ComputeGraph, hw: str | HardwareConfig = "edge-npu",
         keep_baseline: Explanation-guided repairs keep the random repair's split of a group
             when it costs less DRAM (`explain.tree_split.GetSplitter.keep_baseline`); False
             for Algorithm 1 alone, as in the paper.
-        exact_time_limit: Seconds the exact solver may take (``exact``, ``auto`` and the
-            optimum reference); None for no cap. Capped, its answer is the optimum among the
-            sets costed (``optimal`` false, said in the summary).
+        exact_time_limit: Opt-in wall-clock limit of the exact solver (``exact``, ``auto``
+            and the optimum reference), seconds; None (the default) for none. An answer it cut
+            depends on the machine and its load (``reproducible`` false in the summary).
+        exact_max_costed: Sets the exact solver may cost (its main work cap; None: no cap).
+            Capped, its answer is the best of the sets costed and the baselines (``optimal``
+            false unless its lower bound proves it, said in the summary); the same on any
+            machine.
         compute_optimum: Compute the optimum reference every summary carries (False: it is
             "not computed" and the run saves the solver's time; ``exact`` and ``auto`` reuse
             their own solve, at no cost).
@@ -83,33 +89,42 @@ def optimize(model: str | ComputeGraph, hw: str | HardwareConfig = "edge-npu",
             ``pruning`` or ``greedy`` (TASO-style baseline).
 
     Returns:
-        The search result; ``summary.baselines`` holds the reference baselines and
-        ``summary.optimum`` the optimum with the search's gap to it.
+        The search result: its plan is the best of every plan the run computed (the
+        search's, the optimum, the baselines; ``summary.best_source`` says which, and
+        ``summary.search_best`` keeps the search's own when another won);
+        ``summary.baselines`` holds the reference baselines and ``summary.optimum`` the
+        optimum with the gap to it.
 
     Raises:
         InputError: bad budget, seed, algorithm, repair, scheme, objective, model or hardware.
     """
     spec = RunSpec(model, hw, scheme, search, repair, budget, seed, objectives, overrides,
                    input_shape, explained_edges, keep_baseline, exact_time_limit,
-                   compute_optimum, graph_stages, substitution)
+                   compute_optimum, graph_stages, substitution,
+                   exact_caps(exact_max_costed))
     return run_pipeline(spec, progress)
 
 
 # --- outputs ---------------------------------------------------------------------------------
 
 
-def plan_document(result: SearchResult) -> dict[str, Any]:
-    """plan.json: the plan's groups by op name with F_beta and F_D, readable by `load_plan`."""
+def plan_document(result: SearchResult, own: bool = False) -> dict[str, Any]:
+    """plan.json: the plan's groups by op name with F_beta and F_D, readable by `load_plan`
+    (`own`: the search's own best plan, ``result.search_plan``, instead; search_plan.json)."""
+    plan, cost = ((result.search_plan, result.search_cost) if own
+                  else (result.plan, result.cost))
+    assert plan is not None and cost is not None, "the search's own plan is the result's"
     extra = [{
         "buffer_bytes": g.buffer_bytes,
         "dram_bytes": g.dram_bytes,
         "cycles": g.timing.cycles,
         "unfusable": g.runs_alone,
-    } for g in result.cost.groups]
-    doc = result.plan.to_dict(result.graph, extra)
-    doc.update(scheme=result.cost.scheme, hw=result.hw.name,
-               buffer_bytes=result.hw.buffer_bytes, totals=result.cost.totals(),
-               hardware=result.hw.to_dict())
+    } for g in cost.groups]
+    doc = plan.to_dict(result.graph, extra)
+    doc.update(scheme=cost.scheme, hw=result.hw.name,
+               buffer_bytes=result.hw.buffer_bytes, totals=cost.totals(),
+               hardware=result.hw.to_dict(),
+               source="search" if own else result.summary.best_source)
     if result.summary.graph_stages:  # without the stages' seconds: a plan is deterministic
         record = dict(result.summary.graph_stages)
         record["per_stage"] = [{k: v for k, v in r.items() if k != "seconds"}
@@ -118,15 +133,16 @@ def plan_document(result: SearchResult) -> dict[str, Any]:
     return doc
 
 
-OUTPUT_FILES = ("plan.json", "history.csv", "summary.json", "budget.png", "pareto.csv",
-                "pareto.png", "graph.json")
+OUTPUT_FILES = ("plan.json", "search_plan.json", "history.csv", "summary.json", "budget.png",
+                "pareto.csv", "pareto.png", "graph.json")
 """Every file `write_outputs` may write."""
 
 
 def write_outputs(result: SearchResult, out_dir: str | Path,
                   force: bool = False) -> dict[str, Path]:
-    """Write plan.json, history.csv, summary.json, budget.png (+ pareto.csv, pareto.png; +
-    graph.json, the rewritten network, when graph stages ran).
+    """Write plan.json (the best plan the run computed), history.csv, summary.json,
+    budget.png (+ search_plan.json, the search's own best, when another plan was better; +
+    pareto.csv, pareto.png; + graph.json, the rewritten network, when graph stages ran).
 
     The files are written into a temporary folder beside `out_dir`, which then replaces
     `out_dir` whole (`fusion_dse.outputs.atomic_dir`): a failed or interrupted write leaves
@@ -163,6 +179,9 @@ def _write_all(result: SearchResult, out: Path) -> dict[str, Path]:
                                     json.dumps(result.summary.to_dict(), indent=2)),
         "budget.png": _save(budget_figure(result), out / "budget.png"),
     }
+    if result.search_plan is not None:
+        files["search_plan.json"] = _write_text(out / "search_plan.json", json.dumps(
+            plan_document(result, own=True), indent=2))
     if result.pareto is not None:
         files["pareto.csv"] = _write_text(out / "pareto.csv",
                                           result.pareto.to_csv(index=False))

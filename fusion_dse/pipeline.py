@@ -8,9 +8,13 @@
                                              any GRAPH_STAGES passes, in order)
     problem       graph, hw, scheme, splitter (search.registry.REPAIRS) -> SearchProblem
     search        problem, algorithm from search.registry.SEARCHES       -> SearchResult
-    optimum       graph + cache           -> Optimum (search.exact, capped; reused from the
-                                             search when it solved exactly: exact, auto)
-    baselines     graph, hw, scheme       -> reference baselines
+    optimum       graph + cache           -> Optimum (search.exact under its work caps;
+                                             reused from the search when it solved exactly:
+                                             exact, auto)
+    baselines     graph, hw, scheme       -> reference baselines, on the graph searched
+    incumbent     result, optimum, baselines -> the result whose plan is the best of every
+                                             plan the run computed (the search's own best
+                                             kept as ``search_best``)
     report        result + seed, hardware, baselines, optimum, splitter report -> SearchResult
 
 One `CostCache` of (graph, hardware, scheme) is made once and shared by the search, the
@@ -19,7 +23,11 @@ the search's own figures, cache rates included, are those of the search alone).
 `run_pipeline` chains the stages; `fusion_dse.optimization.optimize` is its public facade.
 Validation lives where the values are used (the budget in `search.budget`, the scheme and
 objectives in `search.problem.SearchProblem`, names in `search.registry`); this module checks
-only what nothing below it sees, the seed and the exact solver's time limit.
+only what nothing below it sees, the seed and the exact solver's caps and time limit.
+
+Every figure of a run is a function of its inputs: the exact solver stops on counted work
+(`search.exact.solver.DEFAULT_CAPS`), never on the clock unless a time limit is asked for, and
+a run never writes a plan worse than one it computed (`incumbent_stage`).
 """
 
 from __future__ import annotations
@@ -40,7 +48,7 @@ from search.algorithms.base import SearchAlgorithm
 from search.baselines import Baseline, reference_baselines
 from search.budget import SearchState, Termination, as_termination
 from search.driver import ProgressFn, run_search
-from search.exact.solver import ExactResult, optimum
+from search.exact.solver import DEFAULT_CAPS, ExactCaps, ExactResult, optimum
 from search.problem import SearchProblem
 from search.registry import DEFAULT_EXACT_TIME_LIMIT, REPAIRS, SEARCHES
 from search.result import Optimum, SearchResult
@@ -54,8 +62,9 @@ from simulator.workload.graph import ComputeGraph
 from simulator.workload.loader import load
 
 __all__ = ["DEFAULT_EXACT_TIME_LIMIT", "GRAPH_STAGES", "GraphStage", "RunSpec",
-           "baselines_stage", "graph_stages", "load_stage", "optimum_stage", "problem_stage",
-           "report_stage", "rewrite_stage", "run_pipeline", "search_stage"]
+           "baselines_stage", "exact_caps", "graph_stages", "incumbent_stage", "load_stage",
+           "optimum_stage", "problem_stage", "report_stage", "rewrite_stage", "run_pipeline",
+           "search_stage"]
 
 GraphStage = Callable[[ComputeGraph], ComputeGraph]
 """A graph pass: a pure function returning a network that computes the same outputs (graphs
@@ -63,9 +72,11 @@ are immutable values: a pass returns a new graph, or its argument unchanged)."""
 
 GRAPH_STAGES: tuple[GraphStage, ...] = ()
 """The graph passes every run applies between loading and search, in order (none yet)."""
-_PROVEN: OrderedDict[tuple[ComputeGraph, HardwareConfig, Scheme], ExactResult] = OrderedDict()
+_PROVEN: OrderedDict[tuple[ComputeGraph, HardwareConfig, Scheme, ExactCaps], ExactResult] = \
+    OrderedDict()
 _PROVEN_SIZE = 32
-"""Proven optima of this process by (graph, hardware, dataflow), most recent last."""
+"""Reproducible exact answers of this process by (graph, hardware, dataflow, work caps), most
+recent last."""
 
 _MB = 1e6
 
@@ -78,8 +89,8 @@ class RunSpec:
         model: Zoo name, .onnx or graph .json path, ``module:callable``, or a graph.
         hw: Hardware preset name, YAML path or configuration.
         scheme: Fusion dataflow.
-        search: Name in `search.registry.SEARCHES` (``auto``: exact under the time cap, else
-            seeded local search).
+        search: Name in `search.registry.SEARCHES` (``auto``: exact when proven within the
+            work caps, else seeded local search).
         repair: Name in `search.registry.REPAIRS`.
         budget: Plans to propose and evaluate.
         seed: Seed of the run's generator.
@@ -89,8 +100,10 @@ class RunSpec:
         explained_edges: Explained edges an explanation-guided repair considers per group
             (None: the repair's default).
         keep_baseline: Explanation-guided repairs keep the random split when cheaper.
-        exact_time_limit: Seconds the exact solver may take (``exact``, ``auto`` and the
-            ``optimum`` of every run); None for no cap.
+        exact_time_limit: Opt-in wall-clock limit of the exact solver (``exact``, ``auto``
+            and the ``optimum`` of every run), seconds; None (the default) for none: the solver
+            stops on `exact_caps` alone and its answer is the same on any machine.
+        exact_caps: Work caps of the exact solver (None: `search.exact.solver.DEFAULT_CAPS`).
         compute_optimum: Compute the ``optimum`` reference (False: "not computed").
         graph_stages: Graph stages run before the search (``none``, ``all`` or a comma list
             of ``fuse``, ``fission``, ``substitute``; `search.substitution.stages`).
@@ -114,6 +127,7 @@ class RunSpec:
     compute_optimum: bool = True
     graph_stages: str | Sequence[str] | None = DEFAULT_STAGES
     substitution: str = "sampling"
+    exact_caps: ExactCaps | None = None
 
     def repair_options(self) -> dict[str, Any]:
         """Options for the repair's factory (a repair takes those it declares)."""
@@ -171,20 +185,22 @@ def baselines_stage(problem: SearchProblem,
 
 
 def optimum_stage(problem: SearchProblem, cache: CostCache, solved: ExactResult | None = None,
-                  time_limit: float | None = DEFAULT_EXACT_TIME_LIMIT) -> Optimum:
+                  time_limit: float | None = DEFAULT_EXACT_TIME_LIMIT,
+                  caps: ExactCaps = DEFAULT_CAPS) -> Optimum:
     """The least-DRAM plan as a reference: `solved` when the search already has it, else
-    `search.exact.optimum` under `time_limit` (capped: ``optimal`` false, with the reason and
-    a proven lower bound when the solver has one).
+    `search.exact.optimum` under `caps` (and the opt-in `time_limit`; capped: ``optimal``
+    false, with the reason and a proven lower bound when the solver has one).
 
-    A proven optimum depends only on (graph, hardware, dataflow), so the last `_PROVEN_SIZE`
-    proven optima of this process are kept and reused (``reused`` in the summary; its
-    ``seconds`` are those of the solve that proved it): a sweep's points that differ only in
-    search, repair, budget or seed solve each problem once per worker. A capped answer depends
-    on the clock and is never reused."""
-    key = (problem.graph, problem.hw, problem.scheme)
+    An answer of the work caps depends only on (graph, hardware, dataflow, caps), so the last
+    `_PROVEN_SIZE` of this process are kept and reused (``reused`` in the summary; its
+    ``seconds`` are those of the solve that found it): a sweep's points that differ only in
+    search, repair, budget or seed solve each problem once per worker. An answer a wall-clock
+    limit cut depends on the machine and is never reused."""
+    key = (problem.graph, problem.hw, problem.scheme, caps)
     reused = solved is None and key in _PROVEN
-    exact = solved or _PROVEN.get(key) or optimum(problem.graph, cache, time_limit=time_limit)
-    if exact.optimal:
+    exact = solved or _PROVEN.get(key) or optimum(problem.graph, cache, caps=caps,
+                                                  time_limit=time_limit)
+    if exact.reproducible and exact.caps == caps:
         _PROVEN[key] = exact
         _PROVEN.move_to_end(key)
         while len(_PROVEN) > _PROVEN_SIZE:
@@ -197,6 +213,34 @@ def optimum_stage(problem: SearchProblem, cache: CostCache, solved: ExactResult 
     info["reused"] = reused
     return Optimum(Baseline("optimum", exact.plan, cost.dram_bytes, cost.dram_bytes_fuseable,
                             cost.mbu, cost.cycles, cost.energy_pj, len(exact.plan), info))
+
+
+def incumbent_stage(result: SearchResult, problem: SearchProblem, cache: CostCache,
+                    baselines: Mapping[str, Baseline],
+                    best_known: Optimum | None = None) -> SearchResult:
+    """`result` whose plan is the least-DRAM plan of everything the run computed: the search's
+    best, the optimum and the baselines with a plan (cycles break DRAM ties; the search's plan
+    is kept on a full tie). When another plan wins, the result's plan and cost become it,
+    summary ``best`` names its ``source`` and ``search_best`` keeps the search's own figures
+    (what the paper's tables compare). Nothing changes when the search found no plan."""
+    if result.summary.status != "ok" or not result.summary.best:
+        return result
+    known = [(b.name, b.plan, b.dram_bytes, b.cycles) for b in baselines.values()
+             if b.plan is not None]
+    if best_known is not None and best_known.baseline is not None:
+        b = best_known.baseline
+        known.insert(0, ("optimum", b.plan, b.dram_bytes, b.cycles))
+    own = (result.cost.dram_bytes, result.cost.cycles)
+    better = [k for k in known if (k[2], k[3]) < own]
+    if not better:
+        return result
+    name, plan, _, _ = min(better, key=lambda k: (k[2], k[3]))
+    cost = evaluate_plan(problem.graph, plan, problem.hw, problem.scheme, cache)
+    summary = replace(result.summary, best=cost.totals(), best_source=name,
+                      search_best={**result.summary.best,
+                                   "found_at": result.summary.found_at})
+    return replace(result, plan=plan, cost=cost, summary=summary, search_plan=result.plan,
+                   search_cost=result.cost)
 
 
 def report_stage(result: SearchResult, problem: SearchProblem, seed: int,
@@ -223,6 +267,10 @@ def run_pipeline(spec: RunSpec, progress: bool | ProgressFn = False,
     """
     seed, termination = _check_seed(spec.seed), as_termination(spec.budget)
     time_limit = _check_time_limit(spec.exact_time_limit)
+    caps = DEFAULT_CAPS if spec.exact_caps is None else spec.exact_caps
+    if not isinstance(caps, ExactCaps):
+        raise InputError(f"the exact solver's caps must be an ExactCaps or None, got "
+                         f"{type(caps).__name__}")
     search = SEARCHES.get(spec.search)
     splitter = REPAIRS.create(spec.repair, **spec.repair_options())
     parse_stages(spec.graph_stages)
@@ -230,14 +278,15 @@ def run_pipeline(spec: RunSpec, progress: bool | ProgressFn = False,
     staged = rewrite_stage(spec, graph, hw)
     problem = problem_stage(spec, graph_stages(staged.graph, stages), hw, splitter)
     cache = CostCache(problem.graph, hw, problem.scheme)
-    algorithm = search.create(time_limit=time_limit)
+    algorithm = search.create(time_limit=time_limit, caps=caps)
     result = search_stage(problem, algorithm, termination, seed, cache, progress)
     best_known = Optimum(None, "not asked for (no optimum)")
     if spec.compute_optimum:
         solved = getattr(algorithm, "result", None)
         best_known = optimum_stage(problem, cache, solved if isinstance(solved, ExactResult)
-                                   else None, time_limit)
+                                   else None, time_limit, caps)
     baselines, seconds = baselines_stage(problem, cache)
+    result = incumbent_stage(result, problem, cache, baselines, best_known)
     return report_stage(result, problem, seed, baselines, seconds, best_known, staged)
 
 
@@ -249,6 +298,19 @@ def _check_time_limit(limit: Any) -> float | None:
         raise InputError(f"the exact solver's time limit must be a positive number of "
                          f"seconds or None, got {limit!r}")
     return float(limit)
+
+
+def exact_caps(max_costed: Any = DEFAULT_CAPS.max_costed) -> ExactCaps:
+    """The default work caps with `max_costed` sets costed (None: no costing cap).
+
+    Raises:
+        InputError: `max_costed` is not a positive integer or None.
+    """
+    if max_costed is not None and (isinstance(max_costed, bool) or not isinstance(
+            max_costed, (int, np.integer)) or max_costed <= 0):
+        raise InputError(f"the exact solver's costing cap must be a positive number of sets "
+                         f"or None, got {max_costed!r}")
+    return replace(DEFAULT_CAPS, max_costed=None if max_costed is None else int(max_costed))
 
 
 def _check_seed(seed: Any) -> int:

@@ -164,6 +164,12 @@ class SearchSummary:
         graph_stages: What the graph stages did (`search.substitution.stages.StagedGraph.
             to_dict`: stages, ops before and after, per-stage figures, the rewrites), added by
             the pipeline when a stage ran.
+        best_source: Which computation found ``best``: ``search`` (the algorithm), or, when a
+            plan the run computed besides the search was better (the pipeline's incumbent
+            stage), ``optimum`` or a baseline's name.
+        search_best: When ``best_source`` is not ``search``, the search's own best
+            (``PlanCost.totals()`` and ``found_at``): what a comparison of search algorithms
+            reads.
     """
 
     model: str
@@ -193,6 +199,14 @@ class SearchSummary:
     splitter: Mapping[str, Any] | None = None
     optimum: Optimum | None = None
     graph_stages: Mapping[str, Any] | None = None
+    best_source: str = "search"
+    search_best: Mapping[str, Any] | None = None
+
+    @property
+    def search_dram_bytes(self) -> int | None:
+        """DRAM of the search's own best plan (None when it found none)."""
+        best = self.search_best if self.search_best is not None else self.best
+        return best.get("dram_bytes") if best else None
 
     def to_dict(self) -> dict[str, Any]:
         """The summary.json document: stable keys, in a stable order (docs/search.md)."""
@@ -203,7 +217,9 @@ class SearchSummary:
             "budget": self.budget, "budget_used": self.budget_used,
             "distinct_plans": self.distinct_plans,
             "diversified_repairs": self.diversified_repairs,
-            "best": {**self.best, "found_at": self.found_at,
+            "best": {**self.best,
+                     "found_at": self.found_at if self.best_source == "search" else None,
+                     "source": self.best_source,
                      **(self.optimum.gaps(self.best["dram_bytes"]) if self.optimum else {})},
             "search_space": dict(self.search_space),
             "caches": {name: rate.to_dict() for name, rate in self.caches.items()},
@@ -216,7 +232,10 @@ class SearchSummary:
                  {name: b.to_dict() for name, b in self.baselines.items()},
                  "baseline_seconds": self.baseline_seconds, "splitter": self.splitter,
                  "optimum": None if self.optimum is None else self.optimum.to_dict(),
-                 "graph_stages": None if self.graph_stages is None else dict(self.graph_stages)}
+                 "graph_stages": None if self.graph_stages is None else dict(self.graph_stages),
+                 "search_best": None if self.search_best is None else {
+                     **self.search_best, **(self.optimum.gaps(self.search_best["dram_bytes"])
+                                            if self.optimum else {})}}
         doc.update((k, v) for k, v in extra.items() if v is not None)
         return doc
 
@@ -237,6 +256,10 @@ class SearchResult:
             ``dram_bytes_fuseable``, ``mbu_bytes`` and ``groups``, sorted by DRAM; None with
             one objective.
         front: The plans of the `pareto` rows, in the same order.
+        search_plan: When a plan the run computed besides the search was better
+            (``summary.best_source``), the search's own best plan (None otherwise: `plan` is
+            the search's).
+        search_cost: Its cost (None with `search_plan`).
     """
 
     graph: ComputeGraph
@@ -247,6 +270,8 @@ class SearchResult:
     summary: SearchSummary
     pareto: pd.DataFrame | None = None
     front: tuple[PartitionPlan, ...] = field(default=())
+    search_plan: PartitionPlan | None = None
+    search_cost: PlanCost | None = None
 
     @property
     def budget_used(self) -> int:

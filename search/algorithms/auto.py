@@ -1,13 +1,15 @@
-"""``--search auto``: the exact optimum where it finishes under a time cap, else local search
-seeded with the capped optimum.
+"""``--search auto``: the exact optimum where it is proven within the solver's work caps, else
+local search seeded with the best plan the capped solver found.
 
-`AutoSearch` solves the problem exactly at `start` (`search.exact.optimum` with
-`time_limit`). When the solve finishes (``optimal``) and the problem has the single objective
-``dram``, it behaves as `search.exact.algorithm.ExactSearch`: it proposes the optimum and is
-`done`. Otherwise (a cap was hit, or a second objective asks for a front the exact solver does
-not bound in time) it runs `search.algorithms.local_search.LocalSearch` within the budget, its
-first population holding the exact answer, so the search starts from the optimum among the sets
-costed and never ends worse. `report` says which path was taken and why (summary.json
+`AutoSearch` solves the problem exactly at `start` (`search.exact.optimum` under its work caps,
+`search.exact.solver.DEFAULT_CAPS`: sets found, down-sets listed, sets costed; a wall-clock
+limit only when asked for). When the solve proves the optimum (``optimal``) and the problem has
+the single objective ``dram``, it behaves as `search.exact.algorithm.ExactSearch`: it proposes
+the optimum and is `done`. Otherwise (a cap was hit, or a second objective asks for a front) it
+runs `search.algorithms.local_search.LocalSearch` within the budget, its first population
+holding the exact answer (never worse than the baselines the solver started from), so the
+search never ends worse. The caps count work, so which path is taken depends on the inputs
+alone, never on the machine's load. `report` says which path was taken and why (summary.json
 ``search_report``).
 """
 
@@ -18,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from search.algorithms.local_search import LocalSearch
-from search.exact.solver import ExactResult, optimum
+from search.exact.solver import DEFAULT_CAPS, ExactCaps, ExactResult, optimum
 from search.problem import PlanScore, SearchContext
 from search.registry import DEFAULT_EXACT_TIME_LIMIT
 from simulator.plan import PartitionPlan
@@ -31,7 +33,8 @@ class AutoSearch:
     """The optimum when it is proven in time, else seeded local search.
 
     Attributes:
-        time_limit: Cap on the exact solve (s; None: no cap).
+        time_limit: Opt-in wall-clock cap on the exact solve (s; None: none, the default).
+        caps: Work caps of the exact solve.
         k: Population of the local search.
         name: Registry key, ``auto``.
         result: The exact solver's result, after `start`.
@@ -40,6 +43,7 @@ class AutoSearch:
     """
 
     time_limit: float | None = DEFAULT_EXACT_TIME_LIMIT
+    caps: ExactCaps = DEFAULT_CAPS
     k: int = 10
     name: str = field(default="auto", init=False)
     result: ExactResult | None = field(default=None, init=False, repr=False)
@@ -50,13 +54,14 @@ class AutoSearch:
 
     def start(self, context: SearchContext) -> None:
         """Solve exactly under the cap; start local search from the answer if needed."""
-        self.result = r = optimum(context.graph, context.cache, time_limit=self.time_limit)
+        self.result = r = optimum(context.graph, context.cache, caps=self.caps,
+                                  time_limit=self.time_limit)
         self._proposed = False
         objectives = tuple(context.problem.objectives)
         if r.optimal and objectives == ("dram",):
             self.path, self._ls = "exact", None
-            self.reason = (f"the exact solver proved the optimum in {r.seconds:.2f} s "
-                           f"({r.candidates:,} candidate sets)")
+            self.reason = (f"the exact solver proved the optimum ({r.costed:,} of "
+                           f"{r.candidates:,} candidate sets costed)")
             return
         self.path = "ls"
         self.reason = (f"{r.cap_reason}; local search seeded with that plan" if not r.optimal
@@ -85,4 +90,8 @@ class AutoSearch:
 
     def report(self) -> dict[str, Any]:
         """``auto``'s path (``exact`` or ``ls``), the reason and the time cap."""
-        return {"auto_path": self.path, "reason": self.reason, "exact_time_limit": self.time_limit}
+        r = self.result
+        return {"auto_path": self.path, "reason": self.reason,
+                "source": r.source if r else None,
+                "reproducible": r.reproducible if r else None,
+                "exact_caps": self.caps.to_dict(), "exact_time_limit": self.time_limit}

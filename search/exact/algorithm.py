@@ -12,8 +12,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
-from search.exact.solver import ExactResult, enumerate_space, front, optimum
+from search.exact.solver import (
+    DEFAULT_CAPS,
+    ExactCaps,
+    ExactResult,
+    enumerate_space,
+    front,
+    optimum,
+)
 from search.problem import PlanScore, SearchContext
 from simulator.plan import PartitionPlan
 
@@ -25,15 +33,16 @@ class ExactSearch:
     """The optimum (and exact front) as a search algorithm.
 
     Attributes:
-        time_limit: Cap on the solve (s); the optimum is then among the sets costed.
-        max_costed: Cap on the sets costed (None: none).
+        time_limit: Opt-in wall-clock cap on the solve (s; None: none): an answer it cut is
+            not reproducible.
+        caps: Work caps of the solve (`search.exact.solver.DEFAULT_CAPS`).
         name: Registry key, ``exact``.
         result: The solver's result, after `start`.
         done: True once the optimum was proposed.
     """
 
     time_limit: float | None = None
-    max_costed: int | None = None
+    caps: ExactCaps = DEFAULT_CAPS
     name: str = field(default="exact", init=False)
     result: ExactResult | None = field(default=None, init=False, repr=False)
     done: bool = field(default=False, init=False)
@@ -42,8 +51,7 @@ class ExactSearch:
     def start(self, context: SearchContext) -> None:
         """Solve the run's problem on its cost cache."""
         graph, cache = context.graph, context.cache
-        self.result = optimum(graph, cache, max_costed=self.max_costed,
-                              time_limit=self.time_limit)
+        self.result = optimum(graph, cache, caps=self.caps, time_limit=self.time_limit)
         self._first = [self.result.plan]
         second = [o for o in context.problem.objectives[1:] if o in ("mbu", "cycles")]
         if len(context.problem.objectives) == 2 and second:
@@ -61,3 +69,9 @@ class ExactSearch:
 
     def tell(self, plans: Sequence[PartitionPlan], scores: Sequence[PlanScore]) -> None:
         """Nothing to learn: the answer is fixed at `start`."""
+
+    def report(self) -> dict[str, Any]:
+        """The solve's work caps, its opt-in time limit and where the answer came from."""
+        r = self.result
+        return {"source": r.source if r else None, "reproducible": r.reproducible if r else None,
+                "exact_caps": self.caps.to_dict(), "exact_time_limit": self.time_limit}

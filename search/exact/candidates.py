@@ -111,6 +111,9 @@ class CandidateSpace:
         cap_reason: Which cap stopped it ("" when complete).
         pruned: Sets discarded with all their supersets by a pruning rule.
         seconds: Wall time of the enumeration.
+        max_sets: The set cap it ran under (None: none).
+        timed_out: True when the opt-in wall-clock limit (not the set cap) stopped it: the
+            sets found then depend on the machine and its load.
     """
 
     masks: tuple[int, ...]
@@ -122,6 +125,8 @@ class CandidateSpace:
     cap_reason: str
     pruned: int
     seconds: float
+    max_sets: int | None = None
+    timed_out: bool = False
 
     def __len__(self) -> int:
         return len(self.masks)
@@ -300,7 +305,8 @@ def enumerate_space(graph: ComputeGraph, cache: CostCache, *, max_sets: int | No
         cache: Group costs of (graph, hardware, dataflow): its dataflow, hardware and
             unfusable ops decide the pruning; nothing is costed here.
         max_sets: Stop once this many sets are found (None: no cap).
-        time_limit: Stop after this many seconds (None: no cap).
+        time_limit: Stop after this many seconds (None: no cap; opt-in: the sets found then
+            depend on the machine's load, ``timed_out`` says when it stopped the growth).
 
     Returns:
         The sets; ``complete`` is False when a cap stopped the growth.
@@ -372,7 +378,8 @@ class _Growth:
         return CandidateSpace(tuple(self.masks), tuple(self.preds),
                               tuple(d for d, _, _ in self.lb), tuple(y for _, y, _ in self.lb),
                               tuple(f for _, _, f in self.lb), not reason, reason, self.pruned,
-                              time.perf_counter() - self.start)
+                              time.perf_counter() - self.start, self.max_sets,
+                              reason.startswith("time cap"))
 
     def _grow(self, queue: deque[_Entry]) -> str:
         """Breadth-first growth by one neighbour and the convex closure."""

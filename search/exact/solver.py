@@ -24,10 +24,20 @@ sets are costed and states settled, so the plan is the same, ties included. Keys
 cycles) tuples (lower bounds hold for both components, so the lexicographic order is
 respected), ties broken by push order: least DRAM, then least cycles, then deterministically.
 
-Caps: with `max_costed` or a time limit reached, sets not yet costed count as not running; the
-plan is then optimal among the sets costed, and the key where the cap first dropped a set is a
-proven lower bound on the optimum (every path, the optimal one included, had an entry in the
-queue at or above it).
+Caps count work, never time, by default: sets found by the enumeration (`max_sets`), down-sets
+listed (`max_states`) and sets costed (`max_costed`; `DEFAULT_CAPS`), so an answer is a function
+of the inputs alone, the same on any machine, under any load. With `max_costed` reached, sets
+not yet costed count as not running; the plan is then optimal among the sets costed, and the
+key where the cap first dropped a set is a proven lower bound on the optimum (every path, the
+optimal one included, had an entry in the queue at or above it): a plan at or below that bound
+is proven optimal all the same. A wall-clock limit (`time_limit`) is an explicit opt-in safety;
+an answer it cut says so (``reproducible=False``).
+
+Incumbents: `optimum` starts from the best valid plan it is given or computes cheaply (the
+optimal segment plan and the greedy fusion plan, `search.baselines`, costed through the same
+cache) and never returns a worse one: when a cap leaves the A*'s answer above the incumbent, the
+incumbent is the answer (``source`` says which), proven optimal when the cap's lower bound
+reaches it.
 
 Two-objective fronts:
 
@@ -45,8 +55,8 @@ from __future__ import annotations
 
 import heapq
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
 
 from search.exact.candidates import (
     Candidate,
@@ -56,12 +66,68 @@ from search.exact.candidates import (
     evaluate_set,
     fit_bound,
 )
+from search.registry import DEFAULT_EXACT_MAX_COSTED
 from simulator.cost import CostCache
 from simulator.plan import FusionGroup, PartitionPlan
 from simulator.workload.graph import ComputeGraph
 
-__all__ = ["ExactResult", "FrontPoint", "StateCap", "enumerate_space", "front", "optimum",
-           "solve"]
+__all__ = ["DEFAULT_CAPS", "ExactCaps", "ExactResult", "FrontPoint", "Incumbent", "StateCap",
+           "baseline_incumbents", "enumerate_space", "front", "optimum", "solve"]
+
+
+@dataclass(frozen=True)
+class ExactCaps:
+    """Counted work the exact solver may do (None: no cap); never wall-clock time.
+
+    Attributes:
+        max_sets: Candidate sets the enumeration may find.
+        max_states: Down-sets the A* may list (beyond it: the best incumbent, not proven).
+        max_costed: Sets the A* may cost through the cost cache.
+    """
+
+    max_sets: int | None = None
+    max_states: int | None = None
+    max_costed: int | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("max_sets", "max_states", "max_costed"):
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int)
+                                      or value <= 0):
+                raise ValueError(f"{name} must be a positive integer or None, got {value!r}")
+
+    def to_dict(self) -> dict[str, int | None]:
+        """The three caps by name."""
+        return {"max_sets": self.max_sets, "max_states": self.max_states,
+                "max_costed": self.max_costed}
+
+
+DEFAULT_CAPS = ExactCaps(max_sets=200_000, max_states=200_000, max_costed=DEFAULT_EXACT_MAX_COSTED)
+"""The work caps of `exact`, `auto` and every run's optimum. Every instance of the CNN zoo (13
+networks x 64 KiB-2 MiB x LBDF/BRR, as imported and fused) proves well inside them: at most
+9,953 sets found, 262 down-sets listed and 1,065 sets costed (docs/exact.md, "Work caps")."""
+
+
+@dataclass(frozen=True)
+class Incumbent:
+    """A valid plan known before the solve: an upper bound the solver never returns above.
+
+    Attributes:
+        plan: The plan.
+        dram_bytes, cycles, mbu_bytes: Its figures (`ExactResult`'s meaning).
+        source: Where it came from (``segment_dp``, ``greedy_fit``, a search's name).
+    """
+
+    plan: PartitionPlan
+    dram_bytes: int
+    cycles: int
+    mbu_bytes: int
+    source: str
+
+    @property
+    def key(self) -> tuple[int, int]:
+        """(DRAM, cycles): the solver's order."""
+        return self.dram_bytes, self.cycles
 
 
 class StateCap(RuntimeError):
@@ -82,10 +148,16 @@ class ExactResult:
         states: Down-sets the A* settled.
         seconds: Wall time (enumeration + DP).
         enumeration_seconds: Part of `seconds` spent enumerating the sets.
-        optimal: True when no cap cut the enumeration: the plan is optimal over all valid plans.
-        cap_reason: Why the answer is only optimal among some sets ("" when optimal).
+        optimal: True when the plan is proven optimal over all valid plans (no cap cut the
+            solve, or its lower bound reaches the plan).
+        cap_reason: Why the answer is only optimal among some sets ("" when no cap was hit).
         bound_bytes: With a costing cap, a proven lower bound on the optimum's DRAM (the A*
             key where the cap first dropped a set); None otherwise.
+        source: ``exact`` when the plan is the A*'s, else the incumbent's source
+            (``segment_dp``, ``greedy_fit``, ...): the A*'s capped answer was worse.
+        reproducible: False when a wall-clock limit cut the solve (the answer then depends on
+            the machine and its load); True for every answer of the work caps.
+        caps: The work caps the solve ran under.
     """
 
     plan: PartitionPlan
@@ -100,6 +172,9 @@ class ExactResult:
     optimal: bool
     cap_reason: str
     bound_bytes: int | None = None
+    source: str = "exact"
+    reproducible: bool = True
+    caps: ExactCaps = ExactCaps()
 
     def to_dict(self) -> dict[str, object]:
         """JSON-ready figures (the plan is left out)."""
@@ -107,7 +182,9 @@ class ExactResult:
                 "mbu_bytes": self.mbu_bytes, "groups": len(self.plan),
                 "candidates": self.candidates, "costed": self.costed, "states": self.states,
                 "seconds": round(self.seconds, 4), "optimal": self.optimal,
-                "cap_reason": self.cap_reason, "bound_bytes": self.bound_bytes}
+                "cap_reason": self.cap_reason, "bound_bytes": self.bound_bytes,
+                "source": self.source, "reproducible": self.reproducible,
+                "caps": self.caps.to_dict()}
 
 
 @dataclass(frozen=True)
@@ -160,6 +237,11 @@ class _Budget:
     deadline: float | None
     reason: str = ""
 
+    @property
+    def timed_out(self) -> bool:
+        """True when the wall-clock limit (not a work cap) stopped the costing."""
+        return self.reason.startswith("time cap")
+
     def exhausted(self, costed: int) -> bool:
         if not self.reason and self.max_costed is not None and costed >= self.max_costed:
             self.reason = f"costing cap ({self.max_costed:,} sets)"
@@ -168,14 +250,16 @@ class _Budget:
         return bool(self.reason)
 
 
-_LISTED_ANYWAY = 1 << 14
-"""Down-sets listed whatever the time limit: the zoo's graphs have fewer (listed in
-milliseconds), so a tight limit still gets the A*'s "optimal among the sets costed"."""
-
-
 class _ListingCap(StateCap):
-    """The deadline passed while the down-sets were being listed (a graph with wide antichains,
-    e.g. the pieces of a fissioned op, has exponentially many)."""
+    """The listing of the down-sets met its cap (a graph with wide antichains, e.g. the pieces
+    of a fissioned op, has exponentially many).
+
+    Attributes:
+        timed_out: The wall-clock limit (not the work cap) stopped it."""
+
+    def __init__(self, message: str, timed_out: bool = False) -> None:
+        super().__init__(message)
+        self.timed_out = timed_out
 
 
 def _successors(arcs: _Arcs, space: CandidateSpace, max_states: int | None,
@@ -183,7 +267,7 @@ def _successors(arcs: _Arcs, space: CandidateSpace, max_states: int | None,
     """Every down-set reachable with the sets of `space` (fitting or not): its arcs.
 
     Raises:
-        StateCap: more than `max_states` down-sets; `_ListingCap` when `deadline` passes."""
+        _ListingCap: more than `max_states` down-sets, or `deadline` passed."""
     masks, preds = space.masks, space.pred_masks
     out: dict[int, list[int]] = {}
     stack = [0]
@@ -192,10 +276,10 @@ def _successors(arcs: _Arcs, space: CandidateSpace, max_states: int | None,
         if placed in out:
             continue
         if max_states is not None and len(out) >= max_states:
-            raise StateCap(f"state cap ({max_states:,})")
-        if (deadline is not None and len(out) >= _LISTED_ANYWAY and len(out) % 1024 == 0
-                and time.perf_counter() > deadline):
-            raise _ListingCap(f"time cap while listing the down-sets ({len(out):,} listed)")
+            raise _ListingCap(f"state cap ({max_states:,} down-sets listed)")
+        if deadline is not None and len(out) % 1024 == 1023 and time.perf_counter() > deadline:
+            raise _ListingCap(f"time cap while listing the down-sets ({len(out):,} listed)",
+                              timed_out=True)
         ks = [k for v in arcs.frontier(placed) for k in arcs.by_op[v]
               if masks[k] & placed == 0 and preds[k] & ~placed == 0]
         out[placed] = ks
@@ -339,27 +423,49 @@ def _mbu(path: Sequence[Candidate]) -> int:
     return max((c.buffer_bytes for c in path if c.fused), default=0)
 
 
-def _segment_fallback(graph: ComputeGraph, cache: CostCache, space: CandidateSpace,
-                      reason: str, seconds: float) -> ExactResult:
-    """The optimal segment plan (`search.baselines.segment_dp`) when the A* cannot start within
-    the time limit: valid, not proven optimal, no bound."""
-    from search.baselines import segment_dp
+def baseline_incumbents(graph: ComputeGraph, cache: CostCache) -> list[Incumbent]:
+    """The valid plans of the cheap baselines (`search.baselines`: the optimal segment plan,
+    the greedy fusion plan without mapping rules), costed through `cache` (the run's baselines
+    then cost nothing more), best first."""
+    from search.baselines import greedy_fusion, segment_dp
+
+    plans = (("segment_dp", segment_dp(graph, cache).plan),
+             ("greedy_fit", greedy_fusion(graph, cache, False)))
+    return sorted((inc for name, plan in plans
+                   if (inc := _incumbent(graph, cache, plan, name)) is not None),
+                  key=lambda inc: inc.key)
+
+
+def _incumbent(graph: ComputeGraph, cache: CostCache, plan: PartitionPlan,
+               source: str) -> Incumbent | None:
+    """`plan` as an incumbent (None when it is not valid)."""
     from simulator.cost import evaluate_plan
 
-    plan = segment_dp(graph, cache).plan
     cost = evaluate_plan(graph, plan, cache.hw, cache.scheme, cache)
+    if not cost.valid:
+        return None
+    mbu = max((g.buffer_bytes for g in cost.groups if not g.runs_alone), default=0)
+    return Incumbent(plan, int(cost.dram_bytes), int(cost.cycles), int(mbu), source)
+
+
+def _best_incumbent(incumbents: Iterable[Incumbent]) -> Incumbent | None:
+    return min(incumbents, key=lambda inc: inc.key, default=None)
+
+
+def _from_incumbent(inc: Incumbent, space: CandidateSpace, *, costed: int, states: int,
+                    seconds: float, optimal: bool, cap_reason: str, bound: int | None,
+                    reproducible: bool, caps: ExactCaps) -> ExactResult:
     return ExactResult(
-        plan=plan, dram_bytes=cost.dram_bytes, cycles=cost.cycles,
-        mbu_bytes=max((g.buffer_bytes for g in cost.groups if not g.runs_alone), default=0),
-        candidates=len(space), costed=0, states=0, seconds=space.seconds + seconds,
-        enumeration_seconds=space.seconds, optimal=False,
-        cap_reason="; ".join(r for r in (space.cap_reason, f"{reason}: the optimal segment "
-                                         "plan instead") if r))
+        plan=inc.plan, dram_bytes=inc.dram_bytes, cycles=inc.cycles, mbu_bytes=inc.mbu_bytes,
+        candidates=len(space), costed=costed, states=states, seconds=seconds,
+        enumeration_seconds=space.seconds, optimal=optimal, cap_reason=cap_reason,
+        bound_bytes=bound, source=inc.source, reproducible=reproducible, caps=caps)
 
 
 def solve(graph: ComputeGraph, cache: CostCache, space: CandidateSpace, *,
           max_costed: int | None = None, time_limit: float | None = None,
-          max_states: int | None = None) -> ExactResult:
+          max_states: int | None = None,
+          incumbents: Iterable[Incumbent] = ()) -> ExactResult:
     """The least-DRAM plan over the sets of `space` (module docs); cycles break DRAM ties.
 
     Args:
@@ -367,60 +473,90 @@ def solve(graph: ComputeGraph, cache: CostCache, space: CandidateSpace, *,
         cache: Group costs of (graph, hardware, dataflow), the same `space` was built with.
         space: The candidate sets (`enumerate_space`).
         max_costed: Cost at most this many sets; the rest then count as not running, and the
-            plan is optimal among the sets costed (``optimal=False``).
-        time_limit: The same with a wall-clock limit (seconds, for the DP).
-        max_states: Raise `StateCap` beyond this many down-sets.
-
-    Raises:
-        StateCap: more than `max_states` down-sets would be expanded.
+            plan is optimal among the sets costed (``optimal=False`` unless the cap's lower
+            bound reaches it).
+        time_limit: The same with a wall-clock limit (seconds, for the DP; opt-in: an answer
+            it cut is ``reproducible=False``).
+        max_states: List at most this many down-sets; beyond it the answer is the best
+            incumbent (not proven optimal), or the optimal segment plan when none is given.
+        incumbents: Valid plans known before the solve: the answer is never worse than the
+            best of them.
     """
     t = time.perf_counter()
+    caps = ExactCaps(space.max_sets, max_states, max_costed)
+    best = _best_incumbent(incumbents)
     budget = _Budget(max_costed, None if time_limit is None else t + time_limit)
     try:
         search = _LazyAStar(graph, cache, space, max_states, budget)
     except _ListingCap as cap:
-        return _segment_fallback(graph, cache, space, str(cap), time.perf_counter() - t)
+        if best is None:
+            best = _best_incumbent(baseline_incumbents(graph, cache))
+        assert best is not None, "the optimal segment plan is always valid"
+        reason = "; ".join(r for r in (space.cap_reason, f"{cap}: the best plan known "
+                                       f"({best.source}) instead") if r)
+        return _from_incumbent(best, space, costed=0, states=0,
+                               seconds=space.seconds + time.perf_counter() - t, optimal=False,
+                               cap_reason=reason, bound=None,
+                               reproducible=not (cap.timed_out or space.timed_out), caps=caps)
     path, states = search.run()
     costed = search.costed
-    bound = search.bound
-    if budget.reason:  # the bound holds over the sets enumerated: all of them, or not a bound
-        claim = f"; the optimum is >= {bound:,} B" if space.complete else ""
+    # the first key a cap dropped bounds the optimum only over a complete enumeration
+    bound = search.bound if space.complete else None
+    dram, cycles = sum(c.dram_bytes for c in path), sum(c.cycles for c in path)
+    reproducible = not (budget.timed_out or space.timed_out)
+    chosen = best if best is not None and best.key < (dram, cycles) else None
+    answer = chosen.dram_bytes if chosen is not None else dram
+    if not budget.reason:
+        optimal = space.complete
+    else:  # capped: still proven when the cap's lower bound reaches the answer
+        optimal = bound is not None and bound >= answer
+        claim = (f"; proven optimal all the same (the optimum is >= {bound:,} B)" if optimal
+                 else f"; the optimum is >= {bound:,} B" if bound is not None else "")
         budget.reason = f"{budget.reason}: optimal among the {costed:,} sets costed{claim}"
+    reason = "; ".join(r for r in (space.cap_reason, budget.reason) if r)
+    seconds = space.seconds + time.perf_counter() - t
+    if chosen is not None:
+        reason = f"{reason}; the {chosen.source} plan is better than that and is the answer"
+        return _from_incumbent(chosen, space, costed=costed, states=states, seconds=seconds,
+                               optimal=optimal, cap_reason=reason, bound=bound,
+                               reproducible=reproducible, caps=caps)
     return ExactResult(
-        plan=_plan(path), dram_bytes=sum(c.dram_bytes for c in path),
-        cycles=sum(c.cycles for c in path), mbu_bytes=_mbu(path), candidates=len(space),
-        costed=costed, states=states, seconds=space.seconds + time.perf_counter() - t,
-        enumeration_seconds=space.seconds, optimal=space.complete and not budget.reason,
-        cap_reason="; ".join(r for r in (space.cap_reason, budget.reason) if r),
-        bound_bytes=bound if space.complete else None)
+        plan=_plan(path), dram_bytes=dram, cycles=cycles, mbu_bytes=_mbu(path),
+        candidates=len(space), costed=costed, states=states, seconds=seconds,
+        enumeration_seconds=space.seconds, optimal=optimal, cap_reason=reason,
+        bound_bytes=bound, reproducible=reproducible, caps=caps)
+
+
+def optimum(graph: ComputeGraph, cache: CostCache, *, caps: ExactCaps | None = DEFAULT_CAPS,
+            time_limit: float | None = None,
+            incumbents: Iterable[Incumbent] | None = None) -> ExactResult:
+    """The least-DRAM valid plan of the (graph, hardware, dataflow) of `cache`.
+
+    Enumerates the candidate sets (`enumerate_space`, capped by ``caps.max_sets``) and solves
+    the down-set shortest path (`solve`, capped by ``caps.max_states`` and
+    ``caps.max_costed``), starting from the incumbents (None: `baseline_incumbents`; pass
+    ``()`` for none). Every cap counts work, so the answer is the same on any machine under any
+    load. `time_limit` (seconds, opt-in, None by default) bounds both parts as well, the
+    enumeration taking at most `ENUMERATION_SHARE` of it; an answer it cut says
+    ``reproducible=False``. With a cap hit the result says ``optimal=False`` (unless the cap's
+    lower bound proves it) and why; the plan is valid and never worse than an incumbent.
+    """
+    caps = caps or ExactCaps()
+    t = time.perf_counter()
+    space = enumerate_space(graph, cache, max_sets=caps.max_sets,
+                            time_limit=None if time_limit is None
+                            else time_limit * ENUMERATION_SHARE)
+    if incumbents is None:
+        incumbents = baseline_incumbents(graph, cache)
+    left = None if time_limit is None else max(1e-9, time_limit - (time.perf_counter() - t))
+    result = solve(graph, cache, space, max_costed=caps.max_costed, time_limit=left,
+                   max_states=caps.max_states, incumbents=incumbents)
+    return replace(result, caps=caps)
 
 
 ENUMERATION_SHARE = 2 / 3
-"""The part of `optimum`'s time limit its enumeration may take (CNN enumerations finish in
-under 2 s, docs/exact.md; this only matters once the growth would hit the cap)."""
-
-
-def optimum(graph: ComputeGraph, cache: CostCache, *, max_sets: int | None = None,
-            max_costed: int | None = None, time_limit: float | None = None,
-            max_states: int | None = None) -> ExactResult:
-    """The least-DRAM valid plan of the (graph, hardware, dataflow) of `cache`.
-
-    Enumerates the candidate sets (`enumerate_space`, capped by `max_sets`) and solves the
-    down-set shortest path (`solve`, capped by `max_costed`); `time_limit` bounds both together,
-    the enumeration taking at most `ENUMERATION_SHARE` of it so that a capped enumeration
-    (BRR on a transformer: hundreds of thousands of sets) still leaves the solver time to
-    find a plan better than layer by layer among the sets found. With a cap hit the result
-    says ``optimal=False`` and why; the plan is still valid.
-
-    Raises:
-        StateCap: more than `max_states` down-sets would be expanded.
-    """
-    t = time.perf_counter()
-    space = enumerate_space(graph, cache, max_sets=max_sets, time_limit=None if time_limit is None
-                            else time_limit * ENUMERATION_SHARE)
-    left = None if time_limit is None else max(0.0, time_limit - (time.perf_counter() - t))
-    return solve(graph, cache, space, max_costed=max_costed, time_limit=left,
-                 max_states=max_states)
+"""The part of an opt-in time limit the enumeration may take (a capped enumeration still
+leaves the solver time to find a plan better than layer by layer among the sets found)."""
 
 
 def front(graph: ComputeGraph, cache: CostCache, space: CandidateSpace, objectives: str,

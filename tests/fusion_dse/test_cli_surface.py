@@ -73,3 +73,14 @@ def test_time_limit_reads_seconds_or_none(text, value):
 def test_time_limit_refuses_what_is_not_a_positive_number(text):
     with pytest.raises(argparse.ArgumentTypeError, match="positive number of seconds"):
         cli_args.time_limit(text)
+
+
+@pytest.mark.parametrize(("text", "value"), [("500", 500), ("20,000", 20_000), ("none", None)])
+def test_cap_reads_a_count_or_none(text, value):
+    assert cli_args.cap(text) == value
+
+
+@pytest.mark.parametrize("text", ["0", "-1", "1.5", "soon", "9" * 30])
+def test_cap_refuses_what_is_not_a_positive_count(text):
+    with pytest.raises(argparse.ArgumentTypeError, match="positive whole number"):
+        cli_args.cap(text)

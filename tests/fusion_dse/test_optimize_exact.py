@@ -15,7 +15,7 @@ from simulator.plan import load_plan
 FAST = {"overrides": {"buffer": "128KiB"}}
 OPTIMUM_KEYS = {"status", "dram_bytes", "dram_bytes_fuseable", "mbu_bytes", "cycles",
                 "energy_pj", "groups", "candidates", "costed", "states", "seconds", "optimal",
-                "cap_reason", "bound_bytes", "reused"}
+                "cap_reason", "bound_bytes", "reused", "source", "reproducible", "caps"}
 
 
 def _optimum_lines(result) -> list[str]:
@@ -50,8 +50,10 @@ def test_heuristic_searches_report_their_gap_to_the_optimum(exact_result):
     s = result.summary.to_dict()
     optimum = exact_result.summary.to_dict()["optimum"]["dram_bytes"]
     assert s["optimum"]["dram_bytes"] == optimum and s["optimum"]["optimal"]
-    gap = s["best"]["gap_to_optimum"]
-    assert gap == round(s["best"]["dram_bytes"] / optimum - 1, 6) and gap >= 0
+    own = s["search_best"] if s["best"]["source"] != "search" else s["best"]
+    gap = own["gap_to_optimum"]
+    assert gap == round(own["dram_bytes"] / optimum - 1, 6) and gap >= 0
+    assert s["best"]["dram_bytes"] <= own["dram_bytes"]
     assert len(_optimum_lines(result)) == 1
 
 
@@ -69,8 +71,13 @@ def test_a_proven_optimum_is_solved_once_per_process_and_a_capped_one_never_reus
     assert not other.summary.to_dict()["optimum"]["reused"]  # another dataflow: solved anew
     pipeline._PROVEN.clear()
     capped = optimize("mobilenet_v2", scheme="brr", search="rs", budget=5,
-                      exact_time_limit=0.01, **FAST)
+                      exact_max_costed=50, **FAST)
     assert capped.summary.to_dict()["optimum"]["optimal"] is False
+    assert len(pipeline._PROVEN) == 1  # counted work decided it: the same answer anywhere
+    pipeline._PROVEN.clear()
+    timed = optimize("mobilenet_v2", scheme="brr", search="rs", budget=5,
+                     exact_time_limit=0.01, **FAST)
+    assert timed.summary.to_dict()["optimum"]["reproducible"] is False
     assert not pipeline._PROVEN  # the clock decided it: not kept
 
 
@@ -83,13 +90,16 @@ def test_auto_is_the_default_and_takes_the_exact_path():
 
 def test_a_capped_solve_is_reported_as_optimal_only_among_the_sets_costed():
     result = optimize("mobilenet_v2", scheme="brr", search="auto", budget=20,
-                      exact_time_limit=0.01, **FAST)
+                      exact_max_costed=50, **FAST)
     s = result.summary.to_dict()
     assert s["optimum"]["status"] == "capped" and s["optimum"]["optimal"] is False
     assert "optimal among the" in s["optimum"]["cap_reason"]
     assert s["best"]["gap_to_optimum"] is None
     assert s["search_report"]["auto_path"] == "ls" and s["budget_used"] == 20
     assert s["best"]["dram_bytes"] <= s["optimum"]["dram_bytes"]  # seeded: never worse
+    assert s["best"]["dram_bytes"] <= min(b["dram_bytes"] for b in s["baselines"].values()
+                                          if b["groups"] is not None)  # not the bound
+    assert s["optimum"]["reproducible"] is True
     assert _optimum_lines(result)[0].startswith("best of the capped exact solve")
 
 
@@ -107,7 +117,7 @@ def test_cli_default_run_prints_the_optimal_plan(cli, tmp_path):
     assert "auto + random repair" in stdout and "took exact: the exact solver proved" in stdout
     assert "plans evaluated     1 of 2,000" in stdout
     line = next(t for t in stdout.splitlines() if t.strip().startswith("optimum "))
-    assert "proven over" in line and "+0.00% above it" in line
+    assert "proven: " in line and "candidate sets costed" in line and "+0.00% above it" in line
     summary = json.loads((out / "summary.json").read_text())
     assert {"optimum", "search_report"} <= set(summary)
     assert summary["optimum"]["optimal"] and summary["best"]["gap_to_optimum"] == 0.0
@@ -120,8 +130,14 @@ def test_cli_exact_time_limit_and_no_optimum(cli, tmp_path):
                                "128KiB", "--search", "exact", "--exact-time-limit", "0.01",
                                "--out", str(tmp_path / "capped"))
     assert code == 0, stderr
-    assert "optimum             not proven (time cap" in stdout
-    assert "optimum (capped)" in stdout
+    assert "optimum             not proven (" in stdout and "time cap" in stdout
+    assert "not reproducible" in stdout and "optimum (capped)" in stdout
+    code, stdout, stderr = cli("optimize", "mobilenet_v2", "--scheme", "brr", "--buffer",
+                               "128KiB", "--search", "exact", "--exact-max-costed", "50",
+                               "--out", str(tmp_path / "work"))
+    assert code == 0, stderr
+    assert "optimum             not proven (costing cap (50 sets)" in stdout
+    assert "not reproducible" not in stdout
     code, stdout, stderr = cli("optimize", "resnet18", "--buffer", "128KiB", "--search", "ls",
                                "--budget", "10", "--no-optimum", "--out", str(tmp_path / "no"))
     assert code == 0, stderr
@@ -136,3 +152,24 @@ def test_cli_bad_exact_time_limit_is_one_line_and_exit_2(cli, tmp_path, value):
                                str(tmp_path))
     assert code == 2 and stdout == "" and len(stderr.strip().splitlines()) == 1
     assert "--exact-time-limit" in stderr and value in stderr
+
+
+@pytest.mark.parametrize("value", ["0", "-3", "soon", "1.5"])
+def test_cli_bad_exact_max_costed_is_one_line_and_exit_2(cli, tmp_path, value):
+    code, stdout, stderr = cli("optimize", "resnet18", "--exact-max-costed", value, "--out",
+                               str(tmp_path))
+    assert code == 2 and stdout == "" and len(stderr.strip().splitlines()) == 1
+    assert "--exact-max-costed" in stderr and value in stderr
+
+
+def test_a_heuristic_search_never_writes_a_plan_worse_than_the_optimum_it_computed(tmp_path):
+    """A short random search ends above the optimum the run computes: the plan written is the
+    optimum, named as its source, and the search's own best is kept beside it."""
+    result = optimize("resnet18", search="rs", budget=3, seed=0, **FAST)
+    s = result.summary.to_dict()
+    assert s["best"]["source"] == "optimum" and s["best"]["found_at"] is None
+    assert s["best"]["dram_bytes"] == s["optimum"]["dram_bytes"] == result.cost.dram_bytes
+    assert s["search_best"]["dram_bytes"] > s["best"]["dram_bytes"]
+    assert s["search_best"]["gap_to_optimum"] > 0 and s["best"]["gap_to_optimum"] == 0.0
+    files = write_outputs(result, tmp_path)
+    assert load_plan(files["plan.json"], result.graph) == result.plan

@@ -16,7 +16,7 @@ FAST = {"overrides": {"buffer": "128KiB"}, "budget": 12, "search": "rs"}
 KEYS = ["format", "version", "model", "hw", "buffer_bytes", "scheme", "search", "repair",
         "objectives", "budget", "budget_used", "distinct_plans", "diversified_repairs", "best",
         "search_space", "caches", "status", "message", "notes", "seconds", "seed", "hardware",
-        "baselines", "baseline_seconds", "optimum", "graph_stages"]
+        "baselines", "baseline_seconds", "optimum", "graph_stages", "search_best"]
 
 
 def test_graph_stages_run_in_order_and_their_graph_is_searched():
@@ -63,6 +63,7 @@ def test_search_and_baselines_share_one_cost_cache(monkeypatch):
     ({"repair": "get"}, "unknown repair 'get'; choose one of random, alledges"),
     ({"exact_time_limit": 0}, "time limit must be a positive number of seconds or None"),
     ({"exact_time_limit": "10"}, "time limit must be a positive number"),
+    ({"exact_caps": 500}, "caps must be an ExactCaps or None"),
 ])
 def test_names_and_numbers_are_refused_before_the_network_is_loaded(bad, match):
     spec = {**FAST, **bad}
@@ -76,5 +77,8 @@ def test_report_adds_the_run_figures_and_keeps_the_document_order():
     assert isinstance(s, SearchSummary) and s.seed == 5 and s.splitter is None
     assert s.hardware == result.hw.to_dict() and set(s.baselines) >= {"lbl", "segment_dp"}
     doc = s.to_dict()
-    assert list(doc) == KEYS and doc["best"]["found_at"] == s.found_at
+    assert list(doc) == KEYS  # 12 random plans end above the optimum the run computes
+    assert doc["best"]["source"] == "optimum" and doc["best"]["found_at"] is None
+    assert doc["search_best"]["found_at"] == s.found_at
+    assert doc["search_best"]["dram_bytes"] > doc["best"]["dram_bytes"]
     assert doc["caches"]["plan"]["misses"] == s.distinct_plans

@@ -14,6 +14,7 @@ from search.baselines import segment_dp
 from search.exact import costed_candidates, enumerate_space, front, optimum, solve
 from search.exact.candidates import bits, lbdf_buffer_bound, squeeze_pairs
 from search.exact.milp import solve_milp
+from search.exact.solver import ExactCaps
 from simulator.cost import CostCache, evaluate_plan
 from simulator.cost.traffic import compulsory_bytes
 from simulator.hw import load_hw
@@ -382,7 +383,8 @@ def test_costing_cap_is_reported(hw):
     graph = SMALL_NETS["fire"]()
     cache = CostCache(graph, hw(3_000), "brr")
     full = optimum(graph, CostCache(graph, hw(3_000), "brr"))
-    capped = optimum(graph, cache, max_costed=len(graph))  # the singletons only
+    capped = optimum(graph, cache, caps=ExactCaps(max_costed=len(graph)),  # singletons only
+                     incumbents=())
     assert not capped.optimal and "costing cap" in capped.cap_reason
     assert capped.costed == len(graph)
     assert evaluate_plan(graph, capped.plan, cache.hw, "brr", cache).valid
@@ -407,7 +409,7 @@ def test_both_caps_claim_no_bound(hw):
 def test_set_cap_is_reported(hw):
     graph = SMALL_NETS["residual"]()
     cache = CostCache(graph, hw(1 << 20), "lbdf")
-    capped = optimum(graph, cache, max_sets=len(graph) + 2)
+    capped = optimum(graph, cache, caps=ExactCaps(max_sets=len(graph) + 2))
     assert not capped.optimal and "set cap" in capped.cap_reason
     assert evaluate_plan(graph, capped.plan, cache.hw, "lbdf", cache).valid
 
@@ -445,23 +447,82 @@ def test_exact_search_through_driver(objectives, hw):
     assert result.plan == best.plan
 
 
-def test_a_state_space_too_wide_for_the_time_limit_gives_the_segment_plan_in_time(hw):
-    """Twenty parallel branches have 2^20 down-sets: listing them cannot finish in the time
-    limit, so the solver answers the optimal segment plan, valid and not claimed optimal,
-    instead of overrunning the limit (a fissioned op's pieces form such antichains)."""
-    import time
-
+def _wide_net():
+    """Twenty parallel branches: 2^20 down-sets (a fissioned op's pieces form such antichains)."""
     net = Net("wide", (1, 8, 8, 8))
     stem = net.conv("stem", "x", 8, k=1)
     branches = [net.conv(f"b{k}", stem, 2, k=1) for k in range(20)]
     out = branches[0]
     for k, b in enumerate(branches[1:]):
         out = net.concat(f"cat{k}", out, b)
-    graph = net.build(out)
+    return net.build(out)
+
+
+def test_a_state_space_too_wide_for_the_state_cap_gives_the_best_baseline(hw):
+    """Listing 2^20 down-sets would take minutes: the state cap (counted work) stops the
+    listing and the answer is the best baseline plan, valid, not claimed optimal, and the same
+    on every run."""
+    graph = _wide_net()
+    answers = []
+    for _ in range(2):
+        cache = CostCache(graph, hw(64 * 1024), "lbdf")
+        res = optimum(graph, cache, caps=ExactCaps(max_sets=20_000, max_states=5_000))
+        assert not res.optimal and "state cap (5,000 down-sets listed)" in res.cap_reason
+        assert res.reproducible and res.source in ("segment_dp", "greedy_fit")
+        cost = evaluate_plan(graph, res.plan, cache.hw, "lbdf", cache)
+        assert cost.valid and cost.dram_bytes == res.dram_bytes
+        assert res.dram_bytes <= segment_dp(graph, cache).dram_bytes
+        answers.append((res.plan, res.dram_bytes, res.cap_reason))
+    assert answers[0] == answers[1]
+
+
+def test_an_opt_in_time_limit_cuts_the_listing_and_says_it_is_not_reproducible(hw):
+    import time
+
+    graph = _wide_net()
     cache = CostCache(graph, hw(64 * 1024), "lbdf")
     started = time.perf_counter()
-    res = optimum(graph, cache, time_limit=0.5)
+    res = optimum(graph, cache, caps=ExactCaps(max_sets=20_000), time_limit=0.5)
     assert time.perf_counter() - started < 30.0  # listing all 2^20 takes minutes
     assert not res.optimal and "listing the down-sets" in res.cap_reason
+    assert not res.reproducible
     cost = evaluate_plan(graph, res.plan, cache.hw, "lbdf", cache)
-    assert cost.valid and cost.dram_bytes == res.dram_bytes == segment_dp(graph, cache).dram_bytes
+    assert cost.valid and cost.dram_bytes == res.dram_bytes <= segment_dp(graph, cache).dram_bytes
+
+
+# --- incumbents ------------------------------------------------------------------------------
+
+
+def test_a_capped_solve_is_never_worse_than_the_baselines(hw):
+    """The costing cap leaves the A* with the singletons only; the segment plan the solver
+    starts from is better, so it is the answer, said so and valid."""
+    graph = SMALL_NETS["fire"]()
+    cache = CostCache(graph, hw(3_000), "brr")
+    raw = optimum(graph, cache, caps=ExactCaps(max_costed=len(graph)), incumbents=())
+    res = optimum(graph, cache, caps=ExactCaps(max_costed=len(graph)))
+    dp = segment_dp(graph, cache).dram_bytes
+    assert raw.dram_bytes > dp  # the capped A* alone is worse than the segment DP
+    assert res.dram_bytes <= dp and res.source in ("segment_dp", "greedy_fit")
+    assert "plan is better than that and is the answer" in res.cap_reason
+    assert evaluate_plan(graph, res.plan, cache.hw, "brr", cache).dram_bytes == res.dram_bytes
+
+
+def test_a_capped_solve_whose_bound_reaches_the_answer_is_proven(hw):
+    """Under LBDF a set's lower bound is its F_D, so a cap that stops the A* on the optimal
+    path drops a key equal to the optimum: the incumbent (here the optimum itself) is then
+    proven all the same. Every cap gives a valid answer no worse than the incumbent."""
+    from search.exact.solver import Incumbent
+
+    graph = SMALL_NETS["fire"]()
+    full = optimum(graph, CostCache(graph, hw(1 << 20), "lbdf"), incumbents=())
+    inc = Incumbent(full.plan, full.dram_bytes, full.cycles, full.mbu_bytes, "given")
+    proven = []
+    for cap in range(len(graph), full.costed):
+        res = optimum(graph, CostCache(graph, hw(1 << 20), "lbdf"),
+                      caps=ExactCaps(max_costed=cap), incumbents=[inc])
+        assert res.dram_bytes == full.dram_bytes and "costing cap" in res.cap_reason
+        if res.optimal:
+            assert res.bound_bytes >= full.dram_bytes
+            assert "proven optimal all the same" in res.cap_reason
+            proven.append(cap)
+    assert proven

@@ -10,6 +10,7 @@ import pytest
 from search import LocalSearch, SearchProblem, make_algorithm, run_search
 from search.algorithms.auto import AutoSearch
 from search.exact import optimum
+from search.exact.solver import ExactCaps
 from search.registry import SEARCHES
 from simulator.cost import CostCache
 from simulator.hw import load_hw
@@ -52,10 +53,11 @@ def test_auto_reports_the_exact_path():
 
 def test_auto_under_a_cap_runs_local_search_from_the_capped_plan():
     p = problem("mobilenet_v2", 128, "brr")
-    algo = AutoSearch(time_limit=0.01)
+    algo = AutoSearch(caps=ExactCaps(max_costed=150))  # the optimum needs 326 sets costed
     result = run_search(p, algo, 30, np.random.default_rng(0))
     capped = algo.result
-    assert not capped.optimal and "cap" in capped.cap_reason
+    assert not capped.optimal and "costing cap (150 sets)" in capped.cap_reason
+    assert capped.reproducible
     report = result.summary.search_report
     assert report["auto_path"] == "ls" and capped.cap_reason in report["reason"]
     assert result.summary.budget_used == 30  # not done: the budget is spent
