@@ -549,7 +549,8 @@ def _render_setup(setup: Setup, rows: pd.DataFrame, paper: pd.DataFrame,
 
 def _render_buffer_sweep(rows: pd.DataFrame, out: Path) -> list[Path]:
     trade = plots.tradeoff_data(rows)
-    lines = trade["lines"].merge(trade["references"], on=["model", "buffer_bytes"], how="left")
+    lines = trade["lines"].merge(trade["references"], how="left",
+                                 on=["model", "graph_stages", "buffer_bytes"])
     compare = plots.compare_data(rows)
     schemes = [c[len("dram_"):] for c in compare.columns if c.startswith("dram_")]
     body = [[r["model"], format_size(r["buffer_bytes"]), r["best"].upper(),
