@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from fusion_dse.sweep import load_sweep
@@ -98,3 +99,21 @@ def test_plot_of_a_store_without_fronts_says_so(cli, tmp_path, store):
         pareto_figure(frame[frame["objectives"] != "dram,mbu"])
     code, _, err = cli("plot", "tradeoff", str(store), "--out", str(tmp_path / "x.gif"))
     assert code == 2 and ".png, .svg or .pdf" in err
+
+
+def test_references_and_cells_never_mix_graph_stages():
+    # an lbl point costed on the imported graph (graph_stages NULL: an earlier store) next to
+    # searched points on the fused graph: each line gets the reference of its own graph
+    row = {"status": "done", "model": "m", "repair": "random", "buffer_bytes": 65536,
+           "lower_bound_bytes": 1}
+    frame = pd.DataFrame([
+        {**row, "scheme": "lbdf", "search": "ls", "graph_stages": "fuse", "dram_bytes": 5,
+         "lbl_dram_bytes": 10},
+        {**row, "scheme": "lbl", "search": None, "repair": None, "graph_stages": None,
+         "dram_bytes": 20, "lbl_dram_bytes": 20},
+    ])
+    refs = tradeoff_data(frame)["references"].set_index("graph_stages")
+    assert refs.loc["fuse", "lbl"] == 10 and refs.loc["none", "lbl"] == 20
+    cells = compare_data(frame).set_index("graph_stages")
+    assert cells.loc["fuse", "best"] == "lbdf" and pd.isna(cells.loc["fuse", "dram_lbl"])
+    assert cells.loc["none", "best"] == "lbl"
