@@ -9,7 +9,8 @@ import pytest
 
 TOTAL_KEYS = {"scheme", "valid", "violations", "groups", "unfusable_ops", "dram_bytes",
               "dram_bytes_fuseable", "mbu_bytes", "cycles", "energy_pj", "lower_bound_bytes",
-              "lower_bound_fuseable_bytes", "lbl_dram_bytes", "lbl_dram_fuseable_bytes"}
+              "lower_bound_fuseable_bytes", "lbl_dram_bytes", "lbl_dram_fuseable_bytes",
+              "peak_buffer_bytes"}  # the whole network's largest F_beta (04a1907)
 GROUP_KEYS = {"ops", "buffer_bytes", "weight_buffer_bytes", "dram_bytes", "dram_act_read",
               "dram_weight_read", "dram_write", "macs", "cycles", "bound", "energy_pj", "fits",
               "reason", "unfusable"}
