@@ -8,7 +8,12 @@ plan is re-costed with `evaluate_plan` (valid, same DRAM) before it is reported.
 figures, asserts nothing else.
 
     python benchmarks/exact_solver.py [--models a,b] [--schemes lbdf,brr] [--buffers 64KiB,...]
-        [--time-limit 60] [--json out.json] [--heuristics ls,nsga2 --budget 2000 --seeds 0,1,2]
+        [--stages none,fuse] [--no-caps | --time-limit 60] [--json out.json]
+        [--heuristics ls,nsga2 --budget 2000 --seeds 0,1,2]
+
+By default the solver runs under its work caps (`search.exact.solver.DEFAULT_CAPS`);
+``--no-caps`` lifts them (the counts it prints are what the defaults must leave room for);
+``--stages`` solves the graph as imported (``none``) and/or after the default ``fuse`` stage.
     python benchmarks/exact_solver.py --markdown out.json   # docs/exact.md's table of a run
 
 With --heuristics, each named search (random repair) also runs per seed with the plan budget,
@@ -18,6 +23,7 @@ and its mean gap to the optimum is printed (slow: minutes per instance).
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import time
 
@@ -25,6 +31,8 @@ import numpy as np
 
 from search.baselines import segment_dp
 from search.exact import optimum
+from search.exact.solver import DEFAULT_CAPS, ExactCaps
+from search.substitution.stages import run_stages
 from simulator.cost import CostCache, evaluate_plan
 from simulator.hw import load_hw
 from simulator.workload.loader import load_zoo
@@ -47,12 +55,15 @@ def heuristic_gaps(graph, hw, scheme: str, optimum_bytes: int, names: list[str],
 
 
 def instance(graph, scheme: str, buffer: str, time_limit: float | None,
-             heuristics: list[str] = (), budget: int = 2000, seeds: list[int] = ()) -> dict:
-    """Solve one instance; its figures as a dict."""
+             heuristics: list[str] = (), budget: int = 2000, seeds: list[int] = (),
+             caps: ExactCaps = DEFAULT_CAPS, stage: str = "none") -> dict:
+    """Solve one instance (after graph stage `stage`); its figures as a dict."""
     hw = load_hw("edge-npu", {"buffer": buffer})
+    if stage != "none":
+        graph = run_stages(graph, stage, hw, scheme).graph
     cache = CostCache(graph, hw, scheme)
     t = time.perf_counter()
-    res = optimum(graph, cache, time_limit=time_limit)
+    res = optimum(graph, cache, caps=caps, time_limit=time_limit)
     seconds = time.perf_counter() - t
     cost = evaluate_plan(graph, res.plan, hw, scheme, cache)
     if not cost.valid or cost.dram_bytes != res.dram_bytes:
@@ -60,7 +71,8 @@ def instance(graph, scheme: str, buffer: str, time_limit: float | None,
     dp = segment_dp(graph, cache)
     gaps = heuristic_gaps(graph, hw, scheme, res.dram_bytes, list(heuristics), budget,
                           list(seeds)) if heuristics else {}
-    return {"model": graph.name, "scheme": scheme, "buffer": buffer, "seconds": seconds,
+    return {"model": graph.name, "scheme": scheme, "buffer": buffer, "stage": stage,
+            "seconds": seconds,
             "enum_s": res.enumeration_seconds, "candidates": res.candidates,
             "costed": res.costed, "states": res.states, "dram": res.dram_bytes,
             "optimal": res.optimal, "cap": res.cap_reason, "bound": res.bound_bytes,
@@ -91,8 +103,11 @@ def main() -> None:
     p.add_argument("--models", default=",".join(zoo_names(CNN)))
     p.add_argument("--schemes", default="lbdf,brr")
     p.add_argument("--buffers", default=",".join(BUFFERS))
+    p.add_argument("--stages", default="none", help="graph stages: none and/or fuse")
+    p.add_argument("--no-caps", action="store_true", help="lift the solver's work caps")
     p.add_argument("--time-limit", type=float, default=None,
-                   help="cap per instance (s); capped answers say optimal=False")
+                   help="opt-in wall-clock cap per instance (s); capped answers say "
+                        "optimal=False and reproducible=False")
     p.add_argument("--json", default=None, help="also write the rows to this file")
     p.add_argument("--heuristics", default="", help="searches to compare, e.g. ls,nsga2")
     p.add_argument("--budget", type=int, default=2000)
@@ -106,20 +121,23 @@ def main() -> None:
     heuristics = [h for h in args.heuristics.split(",") if h]
     seeds = [int(x) for x in args.seeds.split(",")]
     rows = []
-    print(f"{'model':<28}{'scheme':<6}{'buffer':>8}{'time s':>8}{'enum s':>8}{'sets':>8}"
-          f"{'costed':>8}{'states':>8}{'optimum B':>13}{'DP gap':>9}  optimal")
+    caps = ExactCaps() if args.no_caps else DEFAULT_CAPS
+    print(f"{'model':<28}{'scheme':<6}{'buffer':>8}{'stage':>6}{'time s':>8}{'enum s':>8}"
+          f"{'sets':>8}{'costed':>8}{'states':>8}{'optimum B':>13}{'DP gap':>9}  optimal")
     for model in args.models.split(","):
         graph = load_zoo(model)
-        for scheme in args.schemes.split(","):
-            for buffer in args.buffers.split(","):
-                r = instance(graph, scheme, buffer, args.time_limit, heuristics, args.budget,
-                             seeds)
-                rows.append(r)
-                print(f"{model:<28}{scheme:<6}{buffer:>8}{r['seconds']:>8.2f}{r['enum_s']:>8.2f}"
-                      f"{r['candidates']:>8,}{r['costed']:>8,}{r['states']:>8,}{r['dram']:>13,}"
-                      f"{r['dp_gap']:>9.2%}  {r['optimal'] or r['cap']}"
-                      + "".join(f"  {h} {g:+.2%}" for h, g in r["heuristic_gaps"].items()),
-                      flush=True)
+        for scheme, buffer, stage in itertools.product(args.schemes.split(","),
+                                                       args.buffers.split(","),
+                                                       args.stages.split(",")):
+            r = instance(graph, scheme, buffer, args.time_limit, heuristics, args.budget,
+                         seeds, caps, stage)
+            rows.append(r)
+            print(f"{model:<28}{scheme:<6}{buffer:>8}{stage:>6}{r['seconds']:>8.2f}"
+                  f"{r['enum_s']:>8.2f}"
+                  f"{r['candidates']:>8,}{r['costed']:>8,}{r['states']:>8,}{r['dram']:>13,}"
+                  f"{r['dp_gap']:>9.2%}  {r['optimal'] or r['cap']}"
+                  + "".join(f"  {h} {g:+.2%}" for h, g in r["heuristic_gaps"].items()),
+                  flush=True)
     times = np.array([r["seconds"] for r in rows])
     gaps = np.array([r["dp_gap"] for r in rows])
     print(f"{len(rows)} instances: p50 {np.percentile(times, 50):.2f} s, p95 "
