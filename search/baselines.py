@@ -86,6 +86,8 @@ def segment_dp(graph: ComputeGraph, cache: CostCache, max_len: int | None = 64) 
     back = [0] * (n + 1)
     longest, capped = 1, False
     for i in range(n):
+        if best[i] is None:  # no segment plan reaches op i (an op that cannot run at all)
+            continue
         for j, seg_cost in _segment_costs(graph, cache, unfusable, i, min(n, i + cap)):
             if seg_cost is None:
                 continue
@@ -93,6 +95,9 @@ def segment_dp(graph: ComputeGraph, cache: CostCache, max_len: int | None = 64) 
             capped = capped or (j - i + 1 == cap and j + 1 < n)
             if best[j + 1] is None or best[i] + seg_cost < best[j + 1]:
                 best[j + 1], back[j + 1] = best[i] + seg_cost, i
+    if best[n] is None:
+        raise ValueError(f"no segment plan of {graph.name!r} runs: some op cannot run even "
+                         "alone at this buffer")
     cuts = _cuts(back, n)
     return SegmentDP(segment_plan(graph, cuts), cuts, int(best[n]), longest, capped)
 

@@ -148,3 +148,16 @@ def test_reference_baselines_bracket_each_other(small_net, hw):
         assert low <= refs[name].dram_bytes <= refs["lbl"].dram_bytes
     assert refs["segment_dp"].to_dict()["capped"] is False
     assert set(refs["lbl"].to_dict()) >= {"dram_bytes", "dram_bytes_fuseable", "mbu_bytes"}
+
+
+def test_segment_dp_says_so_when_an_op_cannot_run_at_all(hw):
+    """At 64 B some ops of the fire module cannot run even alone (their smallest tile is over
+    the buffer): no segment plan reaches them, and the DP says so instead of adding None
+    (vit_b_16 at 64 KiB, whose positional-embedding add needs 151 KB, failed with a TypeError)."""
+    from tests.search.conftest import SMALL_NETS
+
+    graph = SMALL_NETS["fire"]()
+    cache = CostCache(graph, hw(64), "lbdf")
+    assert not all(cache.run((o,)).fits for o in range(len(graph)))
+    with pytest.raises(ValueError, match="no segment plan of 'fire' runs"):
+        segment_dp(graph, cache)
