@@ -51,7 +51,7 @@ def main() -> None:
                 cache = CostCache(graph, hw, scheme)
                 try:
                     plan = segment_dp(graph, cache).plan
-                except TypeError:  # segment_dp fails where no segment plan runs (a prefix
+                except (TypeError, ValueError):  # no segment plan runs (a prefix
                     plan = greedy_fusion(graph, cache)  # unreachable): the greedy plan instead
                     print(f"{name:28s} {scheme:4s} {buffer:6s} (segment_dp failed: greedy plan)")
                 cost = evaluate_plan(graph, plan, hw, scheme, cache)
