@@ -94,7 +94,8 @@ def summary_text(summary: SearchSummary, out: Path, files: list[str]) -> str:
         _best_line(s),
         f"  DRAM, whole network {_b(best['dram_bytes'])} B",
         f"  DRAM, fuseable ops  {_b(best['dram_bytes_fuseable'])} B",
-        f"  max buffer usage    {_b(best['mbu_bytes'])} B",
+        f"  peak buffer, network {_b(best.get('peak_buffer_bytes'))} B (max buffer usage, "
+        f"fuseable ops {_b(best['mbu_bytes'])} B)",
         f"  cycles              {_b(best['cycles'])}",
         f"  energy              {best['energy_pj'] / 1e6:,.3f} uJ",
         _optimum_line(s),

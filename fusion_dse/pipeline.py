@@ -41,6 +41,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
+import pandas as pd
 from tqdm import tqdm
 
 from fusion_dse.api import resolve_hw
@@ -54,9 +55,10 @@ from search.registry import DEFAULT_EXACT_TIME_LIMIT, REPAIRS, SEARCHES
 from search.result import Optimum, SearchResult
 from search.splitter import Splitter
 from search.substitution.stages import DEFAULT_STAGES, StagedGraph, parse_stages, run_stages
-from simulator.cost import CostCache, evaluate_plan
+from simulator.cost import CostCache, PlanCost, evaluate_plan, plan_totals
 from simulator.errors import InputError
 from simulator.hw import HardwareConfig
+from simulator.plan import PartitionPlan
 from simulator.scheme import Scheme
 from simulator.workload.graph import ComputeGraph
 from simulator.workload.loader import load
@@ -239,8 +241,37 @@ def incumbent_stage(result: SearchResult, problem: SearchProblem, cache: CostCac
     summary = replace(result.summary, best=cost.totals(), best_source=name,
                       search_best={**result.summary.best,
                                    "found_at": result.summary.found_at})
+    pareto, front = _with_incumbent(result, problem, cache, plan, cost)
     return replace(result, plan=plan, cost=cost, summary=summary, search_plan=result.plan,
-                   search_cost=result.cost)
+                   search_cost=result.cost, pareto=pareto, front=front)
+
+
+def _with_incumbent(result: SearchResult, problem: SearchProblem, cache: CostCache,
+                    plan: PartitionPlan,
+                    cost: PlanCost) -> tuple[pd.DataFrame | None, tuple[PartitionPlan, ...]]:
+    """The run's Pareto front with the incumbent `plan` added (``evaluation`` 0: not a plan
+    of the search) and the points it dominates removed, so the front's least-DRAM end is the
+    plan written."""
+    if result.pareto is None:
+        return result.pareto, result.front
+    from search.result import OBJECTIVE_COLUMNS
+
+    totals = plan_totals(cache.run(g.ops) for g in plan.groups)  # as `PlanScore` reads them
+    figures = {"dram_bytes": totals.dram_bytes, "fused_mbu_bytes": totals.fused_mbu,
+               "cycles": totals.cycles}
+    cols = [OBJECTIVE_COLUMNS[o] for o in problem.objectives]
+    new = [int(figures[c]) for c in cols]
+    keep = [k for k, row in enumerate(result.pareto[cols].itertuples(index=False))
+            if not (all(a <= b for a, b in zip(new, row, strict=True)) and list(row) != new)]
+    row = {"evaluation": 0, **dict(zip(cols, new, strict=True)),
+           "dram_bytes_fuseable": cost.dram_bytes_fuseable, "mbu_bytes": cost.mbu,
+           "groups": len(plan)}
+    frame = result.pareto.iloc[keep]
+    pareto = pd.concat([pd.DataFrame([row], columns=result.pareto.columns), frame],
+                       ignore_index=True).astype(result.pareto.dtypes.to_dict())
+    order = pareto.sort_values(cols, kind="stable").index
+    plans = (plan, *(result.front[k] for k in keep))
+    return pareto.loc[order].reset_index(drop=True), tuple(plans[k] for k in order)
 
 
 def report_stage(result: SearchResult, problem: SearchProblem, seed: int,

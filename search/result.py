@@ -208,6 +208,15 @@ class SearchSummary:
         best = self.search_best if self.search_best is not None else self.best
         return best.get("dram_bytes") if best else None
 
+    def _search_best(self) -> dict[str, Any] | None:
+        """``search_best``: the search's own best (``best`` itself when the search found the
+        plan written), with its gap to the optimum; None without a plan."""
+        if not self.best:
+            return None
+        own = dict(self.search_best) if self.search_best is not None \
+            else {**self.best, "found_at": self.found_at}
+        return {**own, **(self.optimum.gaps(own["dram_bytes"]) if self.optimum else {})}
+
     def to_dict(self) -> dict[str, Any]:
         """The summary.json document: stable keys, in a stable order (docs/search.md)."""
         doc: dict[str, Any] = {
@@ -233,9 +242,7 @@ class SearchSummary:
                  "baseline_seconds": self.baseline_seconds, "splitter": self.splitter,
                  "optimum": None if self.optimum is None else self.optimum.to_dict(),
                  "graph_stages": None if self.graph_stages is None else dict(self.graph_stages),
-                 "search_best": None if self.search_best is None else {
-                     **self.search_best, **(self.optimum.gaps(self.search_best["dram_bytes"])
-                                            if self.optimum else {})}}
+                 "search_best": self._search_best()}
         doc.update((k, v) for k, v in extra.items() if v is not None)
         return doc
 

@@ -23,7 +23,8 @@ SUMMARY_KEYS = {"format", "version", "model", "hw", "buffer_bytes", "scheme", "s
                 "repair", "objectives", "budget", "budget_used", "distinct_plans",
                 "diversified_repairs", "best",
                 "search_space", "caches", "status", "message", "notes", "seconds", "seed",
-                "hardware", "baselines", "baseline_seconds", "optimum", "graph_stages"}
+                "hardware", "baselines", "baseline_seconds", "optimum", "graph_stages",
+                "search_best"}
 BASELINES = {"lbl", "lower_bound", "segment_dp", "greedy", "greedy_fit"}
 PNG = b"\x89PNG\r\n\x1a\n"
 FAST = {"overrides": {"buffer": "128KiB"}, "budget": 40}
@@ -54,8 +55,12 @@ def test_result_summary_has_the_stable_keys_and_every_baseline(resnet_result):
 
 def test_outputs_are_written_and_read_back(resnet_result, tmp_path):
     files = write_outputs(resnet_result, tmp_path / "out")
-    assert sorted(files) == ["budget.png", "graph.json", "history.csv", "plan.json",
-                            "summary.json"]  # graph.json: the fused graph (default stages)
+    own = ["search_plan.json"] if resnet_result.summary.best_source != "search" else []
+    assert sorted(files) == sorted(["budget.png", "graph.json", "history.csv", "plan.json",
+                                    "summary.json", *own])  # graph.json: the fused graph
+    if own:  # the search's own best, beside the better plan the run computed
+        assert load_plan(files["search_plan.json"], resnet_result.graph) == \
+            resnet_result.search_plan
     graph = resnet_result.graph
     assert load_plan(files["plan.json"], graph) == resnet_result.plan
     doc = json.loads(files["plan.json"].read_text())
@@ -134,10 +139,17 @@ def test_cli_writes_outputs_and_prints_a_summary(run_cli, tmp_path):
     assert code == 0, stderr
     assert "plans evaluated     30 of 30" in stdout and "segment_dp" in stdout
     assert "search: nsga2" in stdout and str(out) in stdout
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["objectives"] == ["dram", "cycles"]
+    # 30 NSGA-II plans end above the optimum the run computes: plan.json is the optimum, the
+    # search's own best is search_plan.json, and the front's least-DRAM end is the plan written
+    assert summary["best"]["source"] == "optimum" and "best plan (optimum)" in stdout
     assert {p.name for p in out.iterdir()} == {"plan.json", "history.csv", "summary.json",
                                                "budget.png", "pareto.csv", "pareto.png",
-                                               "graph.json"}
-    assert json.loads((out / "summary.json").read_text())["objectives"] == ["dram", "cycles"]
+                                               "graph.json", "search_plan.json"}
+    front = pd.read_csv(out / "pareto.csv")
+    assert front["dram_bytes"].min() == summary["best"]["dram_bytes"]
+    assert (front["evaluation"] == 0).sum() == 1  # the incumbent: not a plan of the search
     assert stderr == ""  # no progress bar when stderr is not a terminal
 
 
