@@ -172,7 +172,24 @@ def load(stores: Sequence[str | Path], graph_stages: str | None = None) -> pd.Da
     frame = frame.reset_index(drop=True)
     extra = pd.DataFrame([_from_summary(t) for t in frame["summary"]], index=frame.index,
                          columns=list(_SUMMARY_COLUMNS))
-    return pd.concat([frame, extra], axis=1)
+    return _search_figures(pd.concat([frame, extra], axis=1))
+
+
+def _search_figures(frame: pd.DataFrame) -> pd.DataFrame:
+    """`frame` with each point's plan figures taken from the search's own best
+    (``search_best`` of its summary) where the plan the run wrote came from elsewhere (the
+    optimum or a baseline beat the search, `fusion_dse.pipeline.incumbent_stage`): the tables
+    compare what each search found. Points stored before ``search_best`` existed keep theirs."""
+    frame = frame.copy()
+    for i, text in frame["summary"].items():
+        own = (json.loads(text) if text else {}).get("search_best") or {}
+        for col in _FIGURES:
+            if col in own and col in frame:
+                frame.at[i, col] = own[col]
+    return frame
+
+
+_FIGURES = ("dram_bytes", "dram_bytes_fuseable", "mbu_bytes", "cycles", "energy_pj", "groups")
 
 
 def paper_values(path: str | Path = PAPER_VALUES) -> pd.DataFrame:
