@@ -73,8 +73,10 @@ __all__ = [
     "RgPolicy",
     "Rollout",
     "SubgraphScorer",
+    "cut_pieces",
     "load_rg_policy",
     "rank_edges",
+    "refine_ranking",
     "rg_checkpoint",
     "rollout",
     "train_rg_explainer",
@@ -453,6 +455,85 @@ def rank_edges(scorer: SubgraphScorer, result: Rollout) -> list[Edge]:
     return [scorer.edges[c] for c in boundary + core + rest]
 
 
+def cut_pieces(scorer: SubgraphScorer, edges: Sequence[Edge]) -> list[list[int]]:
+    """Local node lists of the pieces the group falls into when cut at every topological
+    threshold `edges` span (each segment's connected components): the pieces the splitter's
+    rectify measure checks (`explain.tree_split`)."""
+    cuts = sorted({k for i, j in edges for k, t in enumerate(scorer.order) if i <= t < j})
+    segment = [sum(1 for c in cuts if c < k) for k in range(scorer.n)]
+    pieces, seen = [], set()
+    for v in range(scorer.n):
+        if v in seen:
+            continue
+        piece, queue = [], deque([v])
+        seen.add(v)
+        while queue:
+            a = queue.popleft()
+            piece.append(a)
+            for b in scorer.neighbours[a]:
+                if b not in seen and segment[b] == segment[v]:
+                    seen.add(b)
+                    queue.append(b)
+        pieces.append(sorted(piece))
+    return pieces
+
+
+def _core_first(scorer: SubgraphScorer, result: Rollout) -> list[Edge]:
+    """An explanation's edges for a piece that is mostly core: the core's (tipping addition
+    first), then the boundary, then the rest in topological order."""
+    core = _core(scorer, result)
+    boundary = [c for c in _boundary(scorer, result.nodes) if c not in core]
+    taken = set(core) | set(boundary)
+    rest = [c for c in range(len(scorer.edges)) if c not in taken]
+    return [scorer.edges[c] for c in core + boundary + rest]
+
+
+def refine_ranking(policy: RgPolicy, scorer: SubgraphScorer, ranked: list[Edge],
+                   graph: ComputeGraph, cache: CostCache, greedy: bool) -> list[Edge]:
+    """`ranked` (the first explanation's `rank_edges`) regrown where the invalidity remains.
+
+    The first edge is the explanation's. After each, the group is cut at the edges chosen so
+    far (`cut_pieces`) and the GNN scores every piece as a group of its own; the piece it is
+    surest does not fit is explained by the policy in turn (RG-Explainer on that piece) and
+    the first of its edges not chosen yet is added, the core's before the boundary (a piece
+    cut off by earlier edges is mostly core: trimming its boundary frees little). This stops
+    when the GNN predicts that every piece fits; the rest of `ranked` follows.
+
+    Without it the top edges all come from one invalid core: on the fused graph, whose groups
+    hold more layers, local search proposes more groups that exceed the buffer in several
+    places (an inverted-residual block of MobileNetV2 at 14 x 14 needs a cut of its own at
+    128 KiB), and those cut their first core into single ops while another block stays whole
+    (docs/explain.md, "Graph stages").
+    """
+    chosen: list[Edge] = ranked[:1]
+    rankings: dict[tuple[int, ...], list[Edge]] = {}
+    while chosen and len(chosen) < len(ranked):
+        pieces = [p for p in cut_pieces(scorer, chosen) if len(p) > 1]
+        if not pieces:
+            break
+        masks = torch.zeros(len(pieces), scorer.n, dtype=torch.bool)
+        for k, piece in enumerate(pieces):
+            masks[k, piece] = True
+        logits = scorer.logits(masks).tolist()
+        added = None
+        for logit, piece in sorted(zip(logits, pieces, strict=True)):
+            if logit >= 0:
+                break
+            key = tuple(piece)
+            if key not in rankings:
+                sub = SubgraphScorer(graph, [scorer.order[v] for v in piece],
+                                     cache.hw.buffer_bytes, cache.hw.dtype_bytes, scorer.model)
+                rankings[key] = (_core_first(sub, rollout(policy, sub, greedy=greedy))
+                                 if sub.edges else [])
+            added = next((e for e in rankings[key] if e not in chosen), None)
+            if added is not None:
+                break
+        if added is None:
+            break
+        chosen.append(added)
+    return list(dict.fromkeys(chosen + ranked))
+
+
 # --- parameters -------------------------------------------------------------------------------
 
 
@@ -499,12 +580,15 @@ class RgExplainerGET:
             explain the GNN of the graph stage in use.
         graph_stages: The graph stage of the GNN and parameters (``none`` or ``fuse``); None:
             the one that suits each graph explained (`explain.explainers.graph_stages_for`).
+        refine: Explain in turn what the first edges leave that the GNN predicts does not fit
+            (`refine_ranking`); False: the first explanation's ranking alone (`rank_edges`).
     """
 
     greedy: bool = True
     name: str = "rg"
     checkpoint: Path | None = None
     graph_stages: str | None = None
+    refine: bool = True
     _policies: dict[tuple[str, str], tuple[RgPolicy, RgConfig]] = field(default_factory=dict,
                                                                         repr=False)
 
@@ -537,7 +621,10 @@ class RgExplainerGET:
                 return []
             torch.manual_seed(seed)
             result = rollout(policy, scorer, greedy=self.greedy)
-        return rank_edges(scorer, result)
+            ranked = rank_edges(scorer, result)
+            if not self.refine:
+                return ranked
+            return refine_ranking(policy, scorer, ranked, graph, cache, self.greedy)
 
 
 # --- training ---------------------------------------------------------------------------------

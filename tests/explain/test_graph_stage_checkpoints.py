@@ -150,3 +150,27 @@ def test_a_run_uses_the_checkpoints_of_its_graph_stage(stages, expected, monkeyp
                       overrides={"buffer": "128KiB"})
     assert result.summary.splitter["requests"] > 0
     assert seen and set(seen) == {expected}
+
+
+def test_refined_rg_ranking_cuts_every_invalid_block():
+    """A fused MobileNetV2 group over the buffer in two blocks (ops 42-49 at 128 KiB): the
+    first explanation's top four edges cut one block into single ops and leave the other
+    whole; the refined ranking explains the rest and its top four rectify the group."""
+    from explain.rg_explainer import SubgraphScorer, cut_pieces
+
+    graph = load_network("mobilenet_v2", "fuse")
+    cache = CostCache(graph, load_hw("edge-npu").with_overrides(buffer="128KiB"), "lbdf")
+    group = tuple(range(42, 50))
+    assert not cache.run(group).fits
+    scorer = SubgraphScorer(graph, group, cache.hw.buffer_bytes, 1,
+                            load_predictor("lbdf", graph_stages="fuse").model)
+
+    def rectified(edges):
+        return all(cache.run(tuple(scorer.order[v] for v in p)).fits
+                   for p in cut_pieces(scorer, edges[:4]))
+
+    rng = np.random.default_rng(0)
+    plain = RgExplainerGET(refine=False).explain(graph, group, cache, rng)
+    refined = RgExplainerGET().explain(graph, group, cache, rng)
+    assert sorted(plain) == sorted(refined) == sorted(graph.internal_edges(group))
+    assert not rectified(plain) and rectified(refined)
