@@ -97,3 +97,27 @@ def _check_never_worse(model: str, scheme: str, buffer: str, **kwargs) -> None:
 def test_no_written_plan_is_worse_than_a_reference_of_its_own_summary(model, scheme, buffer,
                                                                        search):
     _check_never_worse(model, scheme, buffer, search=search, budget=30, seed=1)
+
+
+def _zoo_cases() -> list[tuple[str, str, str]]:
+    from simulator.workload.zoo import zoo_names
+
+    buffers = ("64KiB", "256KiB", "2MiB")
+    return [(name, scheme, buffers[(k + j) % 3]) for k, name in enumerate(zoo_names())
+            for j, scheme in enumerate(("lbdf", "brr"))]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("model", "scheme", "buffer"), _zoo_cases())
+def test_no_written_plan_is_worse_than_a_reference_on_the_zoo(model, scheme, buffer):
+    """Every zoo network (transformers included), LBDF and BRR, the three buffers in turn: the
+    default run, its exact solver capped low (200 sets costed) so that the capped path, local
+    search and the baselines all take part, never writes a plan worse than a reference of its
+    own summary. A network that cannot run at all at the buffer is refused, not written."""
+    from simulator.errors import InputError
+
+    try:
+        _check_never_worse(model, scheme, buffer, search="auto", budget=20,
+                           exact_max_costed=200)
+    except InputError as err:
+        assert "cannot run" in str(err)
