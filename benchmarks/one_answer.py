@@ -23,19 +23,10 @@ import time
 from fusion_dse import optimize
 from fusion_dse.optimization import plan_document
 from fusion_dse.pipeline import _PROVEN
+from fusion_dse.sweep.point import without_timing
 from simulator.workload.zoo import CNN, zoo_names
 
 BUFFERS = ("64KiB", "128KiB", "256KiB", "512KiB", "1MiB", "2MiB")
-
-
-def without_timing(value):
-    """`value` without wall-clock fields at any depth (as a sweep stores a summary)."""
-    if isinstance(value, dict):
-        return {k: without_timing(v) for k, v in value.items()
-                if k not in ("seconds", "reused") and not str(k).endswith("_seconds")}
-    if isinstance(value, list):
-        return [without_timing(v) for v in value]
-    return value
 
 
 def answer(model: str, scheme: str, buffer: str, search: str) -> str:

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from simulator.workload.graph import ComputeGraph
     from simulator.workload.rdp import SymbolicGraph
 
-__all__ = ["FIGURES", "model_graph", "run_point"]
+__all__ = ["FIGURES", "model_graph", "run_point", "without_timing"]
 
 FIGURES = ("dram_bytes", "dram_bytes_fuseable", "mbu_bytes", "cycles", "energy_pj", "groups",
            "unfusable_ops", "lower_bound_bytes", "lower_bound_fuseable_bytes",
@@ -114,16 +114,16 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def _without_timing(value: Any) -> Any:
+def without_timing(value: Any) -> Any:
     """`value` without wall-clock fields at any depth (``seconds``, ``*_seconds``) and without
     ``reused`` (whether this worker had already proven the optimum: it depends on which points
     the worker ran before), so that a point's stored summary is the same whatever the worker,
     its load and the order."""
     if isinstance(value, dict):
-        return {k: _without_timing(v) for k, v in value.items()
+        return {k: without_timing(v) for k, v in value.items()
                 if k not in ("seconds", "reused") and not str(k).endswith("_seconds")}
     if isinstance(value, list):
-        return [_without_timing(v) for v in value]
+        return [without_timing(v) for v in value]
     return value
 
 
@@ -143,7 +143,7 @@ def _search_row(point: Point) -> dict[str, Any]:
     raw = result.summary
     summary = _plain(raw.to_dict() if hasattr(raw, "to_dict") else dict(raw))
     timing = {k: summary.get(k) for k in _TIMING_KEYS}
-    summary = _without_timing(summary)
+    summary = without_timing(summary)
     return {
         **_figures(result.cost.totals()),
         "buffer_bytes": result.hw.buffer_bytes,

@@ -13,25 +13,16 @@ import pytest
 from fusion_dse import optimize
 from fusion_dse.optimization import plan_document
 from fusion_dse.pipeline import _PROVEN
+from fusion_dse.sweep.point import without_timing
 
 BUSY = max(2, os.cpu_count() or 2)
-
-
-def _stable(value):
-    """`value` without wall-clock fields (``seconds``, ``*_seconds``) and ``reused``."""
-    if isinstance(value, dict):
-        return {k: _stable(v) for k, v in value.items()
-                if k not in ("seconds", "reused") and not str(k).endswith("_seconds")}
-    if isinstance(value, list):
-        return [_stable(v) for v in value]
-    return value
 
 
 def _answer(**kwargs) -> str:
     _PROVEN.clear()  # solve anew, as a fresh process would
     result = optimize(**kwargs)
     doc = {"plan": plan_document(result), "summary": result.summary.to_dict()}
-    return json.dumps(_stable(doc), sort_keys=True, default=str)
+    return json.dumps(without_timing(doc), sort_keys=True, default=str)
 
 
 def _spin() -> None:
