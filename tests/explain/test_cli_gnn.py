@@ -80,4 +80,4 @@ def test_train_explainer_writes_parameters_that_the_repair_loads(cli, tmp_path, 
 
     get = (PgExplainerGET if explainer == "pg" else RgExplainerGET)(checkpoint=out)
     assert get.supports("lbdf") and not get.supports("lbl")
-    get._explainer("lbdf") if explainer == "pg" else get._policy("lbdf")
+    get._explainer("lbdf", "none") if explainer == "pg" else get._policy("lbdf", "none")

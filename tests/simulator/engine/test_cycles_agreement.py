@@ -45,9 +45,18 @@ def test_analytic_cycles_agree_with_the_simulator(name, shape, scheme):
     _check(name, shape, scheme, "256KiB", max_len=8)
 
 
+_CANNOT_RUN = {("deit_s", "lbdf", "64KiB")}
+"""Instances no plan runs: DeiT-S's position-embedding add does not fit 64 KiB under LBDF even at
+its smallest tile (`optimize` refuses the network there with one line)."""
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("buffer", ["64KiB", "256KiB", "2MiB"])
 @pytest.mark.parametrize("scheme", ["lbdf", "brr"])
 @pytest.mark.parametrize("name", ["resnet18", "mobilenet_v2", "efficientnet_b0", "deit_s"])
 def test_analytic_cycles_agree_on_the_segment_dp_plan(name, scheme, buffer):
+    if (name, scheme, buffer) in _CANNOT_RUN:
+        with pytest.raises(ValueError, match="no segment plan of 'deit_s' runs"):
+            _check(name, None, scheme, buffer, max_len=64)
+        return
     _check(name, None, scheme, buffer, max_len=64)
