@@ -134,6 +134,7 @@ def _from_summary(text: str | None) -> dict[str, object]:
         "baseline_kept": sp.get("baseline_kept"), "fallbacks": sp.get("fallbacks")}
     for name in _REFERENCES:
         row[f"{name}_fuseable"] = (refs.get(name) or {}).get("dram_bytes_fuseable")
+    row["search_best"] = s.get("search_best") or {}  # not a column (`load` reads it)
     return row
 
 
@@ -170,23 +171,17 @@ def load(stores: Sequence[str | Path], graph_stages: str | None = None) -> pd.Da
     frame = frame[~searched | (frame["graph_stages"] == chosen)]
     frame = frame.drop_duplicates([c for c in _CONFIG if c in frame], keep="last")
     frame = frame.reset_index(drop=True)
-    extra = pd.DataFrame([_from_summary(t) for t in frame["summary"]], index=frame.index,
-                         columns=list(_SUMMARY_COLUMNS))
-    return _search_figures(pd.concat([frame, extra], axis=1))
-
-
-def _search_figures(frame: pd.DataFrame) -> pd.DataFrame:
-    """`frame` with each point's plan figures taken from the search's own best
-    (``search_best`` of its summary) where the plan the run wrote came from elsewhere (the
-    optimum or a baseline beat the search, `fusion_dse.pipeline.incumbent_stage`): the tables
-    compare what each search found. Points stored before ``search_best`` existed keep theirs."""
+    rows = [_from_summary(t) for t in frame["summary"]]
+    extra = pd.DataFrame(rows, index=frame.index, columns=list(_SUMMARY_COLUMNS))
     frame = frame.copy()
-    for i, text in frame["summary"].items():
-        own = (json.loads(text) if text else {}).get("search_best") or {}
-        for col in _FIGURES:
-            if col in own and col in frame:
-                frame.at[i, col] = own[col]
-    return frame
+    # the tables compare what each search found: a point's plan figures are the search's own
+    # best (`search_best`) where the run wrote a better plan (`fusion_dse.pipeline.
+    # incumbent_stage`); points stored before `search_best` existed keep theirs
+    for i, row in zip(frame.index, rows, strict=True):
+        for col, value in row["search_best"].items():
+            if col in _FIGURES and col in frame:
+                frame.at[i, col] = value
+    return pd.concat([frame, extra], axis=1)
 
 
 _FIGURES = ("dram_bytes", "dram_bytes_fuseable", "mbu_bytes", "cycles", "energy_pj", "groups")

@@ -111,8 +111,8 @@ def checkpoint_graph_stages(value: str | None) -> str:
     """`value` (None: ``none``) checked against the graph stages trained for."""
     name = "none" if value is None else str(value).strip().lower()
     if name not in GRAPH_STAGE_SUFFIX:
-        raise CheckpointError(f"graph stage {value!r}: checkpoints are trained for "
-                              f"{' or '.join(GRAPH_STAGE_SUFFIX)} only")
+        raise CheckpointError(f"graph stage {value!r}: the GNN and the explainers are trained "
+                              f"for {' or '.join(GRAPH_STAGE_SUFFIX)} only")
     return name
 
 

@@ -39,6 +39,7 @@ from tqdm import tqdm
 import simulator.cost
 import simulator.workload
 from explain.batch import PackedGraphs
+from explain.checkpoint import GRAPH_STAGE_SUFFIX, checkpoint_graph_stages
 from explain.features import FEATURE_SCHEMA_VERSION, GroupGraph, content_digest, encode_group
 from explain.sampling import sample_groups
 from simulator.cost import CostCache
@@ -82,7 +83,7 @@ TRAINING_NETWORKS: tuple[str, ...] = (
 )
 HELD_OUT_NETWORKS: tuple[str, ...] = ("resnet50", "resnet152", "deeplabv3_mobilenet_v3_large")
 HELD_OUT_GROUPS = 1000
-TRAINED_GRAPH_STAGES: tuple[str, ...] = ("none", "fuse")
+TRAINED_GRAPH_STAGES: tuple[str, ...] = tuple(GRAPH_STAGE_SUFFIX)
 """The graph stages a dataset (and so a checkpoint) can be built for: the networks as imported
 (``none``) or after DNNFusion's fuse stage (``fuse``, `search.substitution.stages`), which needs
 no machine; the stages that do (fission, substitute) are not trained for (docs/gnn.md)."""
@@ -160,13 +161,9 @@ class DatasetConfig:
         return d
 
 
-def check_graph_stages(value: str | None) -> str:
-    """`value` (None: ``none``) if it is one of `TRAINED_GRAPH_STAGES`, else `InputError`."""
-    name = "none" if value is None else str(value).strip().lower()
-    if name not in TRAINED_GRAPH_STAGES:
-        raise InputError(f"graph stage {value!r}: the GNN and the explainers are trained for "
-                         f"{' or '.join(TRAINED_GRAPH_STAGES)} only")
-    return name
+check_graph_stages = checkpoint_graph_stages
+"""`value` (None: ``none``) if it is one of `TRAINED_GRAPH_STAGES`, else an `InputError`
+(`explain.checkpoint.checkpoint_graph_stages`: one check for datasets and checkpoints)."""
 
 
 def load_network(name: str, graph_stages: str = "none") -> ComputeGraph:

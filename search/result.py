@@ -202,12 +202,6 @@ class SearchSummary:
     best_source: str = "search"
     search_best: Mapping[str, Any] | None = None
 
-    @property
-    def search_dram_bytes(self) -> int | None:
-        """DRAM of the search's own best plan (None when it found none)."""
-        best = self.search_best if self.search_best is not None else self.best
-        return best.get("dram_bytes") if best else None
-
     def _search_best(self) -> dict[str, Any] | None:
         """``search_best``: the search's own best (``best`` itself when the search found the
         plan written), with its gap to the optimum; None without a plan."""
