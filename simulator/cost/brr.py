@@ -27,6 +27,7 @@ tile would need the whole map. Such groups are BRR-incompatible and reported as 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
@@ -34,7 +35,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from simulator.cost.cycles import brr_cycles
+from simulator.cost import _brr_kernels as _k
 from simulator.cost.rows import RowDeps, row_deps
 from simulator.cost.traffic import boundary, buffer_traffic_elems
 from simulator.cost.types import Failure, GroupCost, timing
@@ -192,19 +193,23 @@ def group_cost(graph: ComputeGraph, ops: Sequence[int], hw: HardwareConfig) -> G
         best = _configure(_blocks(layout, (1,))[1], limit)  # reported for reference
         failure: Failure | None = Failure.BRR_INCOMPATIBLE
     else:
-        best = _search(layout, limit)
+        best, block = _search(layout, limit)
         failure = None
         if best.buffer_elems > limit:
             failure = Failure.OVER_BUFFER
             sliced = ", every weight streamed in its finest slices" if best.weights else ""
             reason = (f"needs {best.buffer_elems * hw.dtype_bytes:,} B at best ({best.tiles} "
                       f"tiles{sliced}) > buffer {hw.buffer_bytes:,} B")
+        if failure is None:
+            return _as_group_cost(graph, ops, hw, best, b.write_elems, None, "", layout,
+                                  block.rows)
     return _as_group_cost(graph, ops, hw, best, b.write_elems, failure, reason)
 
 
 def _as_group_cost(graph: ComputeGraph, ops: tuple[int, ...], hw: HardwareConfig,
                    t: TileCost, write_elems: int, failure: Failure | None,
-                   reason: str) -> GroupCost:
+                   reason: str, layout: _Layout | None = None,
+                   rows: np.ndarray | None = None) -> GroupCost:
     d = hw.dtype_bytes
     dram = (t.act_read_elems + t.weight_read_elems + write_elems) * d
     buf = buffer_traffic_elems(graph, ops) * d + dram
@@ -214,11 +219,53 @@ def _as_group_cost(graph: ComputeGraph, ops: tuple[int, ...], hw: HardwareConfig
         dram_weight_read=t.weight_read_elems * d, dram_write=write_elems * d, macs=t.macs,
         fits=failure is None, reason=reason,
         timing=timing(dram, buf, t.macs, hw,
-                      brr_cycles(graph, ops, t, hw) if failure is None else 0),
+                      schedule_cycles(graph, ops, t, hw, layout, rows) if failure is None
+                      else 0),
         tiles=t.tiles, weights_streamed=t.streamed, failure=failure,
         resident_weight_bytes=t.resident_elems * d,
         weight_slices=tuple((w.op, w.split, w.slices) for w in t.weights if not w.resident),
     )
+
+
+def schedule_cycles(graph: ComputeGraph, ops: tuple[int, ...], tiling: TileCost,
+                    hw: HardwareConfig, layout: _Layout | None = None,
+                    rows: np.ndarray | None = None) -> int:
+    """Cycles of the group `ops` (ascending) at the configuration `tiling`
+    (`simulator.cost.cycles.brr_cycles`), from its layout and tile regions when the caller
+    has them (rows: tensors x the tiles of ``tiling.tiles``)."""
+    if layout is None:
+        layout = _Layout(graph, ops, row_deps(graph))
+    if rows is None:
+        rows = _Bands(layout, (tiling.tiles,)).rows
+    d, bw = hw.dtype_bytes, hw.dram_bandwidth
+    n, n_ent = len(ops), layout.n_entering
+    kind = np.zeros(n, dtype=np.int64)
+    slices, chans, elems, x = (np.zeros(n, dtype=np.int64) for _ in range(4))
+    sliced_input = np.zeros(n_ent, dtype=np.bool_)
+    resident_first, resident_cycles = -1, 0
+    weighted = layout.weighted
+    for w, plan in zip(weighted, tiling.weights, strict=True):
+        p = w.pos
+        if plan.resident:
+            kind[p] = 1
+            resident_cycles += math.ceil(plan.slice_elems * d / bw)
+            if resident_first < 0:
+                resident_first = p
+            continue
+        op = graph[w.op]
+        kind[p] = 3 if plan.split == "in" else 2
+        slices[p], elems[p] = plan.slices, op.weight_elems
+        chans[p] = channels(op.input_shapes[0] if plan.split == "in" else op.output_shape)
+        x[p] = layout.index[op.inputs[0]]
+        if plan.split == "in" and x[p] < n_ent:
+            sliced_input[x[p]] = True
+    t = layout.tables
+    leaves = np.zeros(n, dtype=np.bool_)
+    leaves[layout.leaving_rows - n_ent] = True
+    return int(_k.cycles(rows, n_ent, layout.born, layout.heights, layout.row_elems,
+                         sliced_input, t.macs[layout.op_array], leaves, kind, slices, chans,
+                         elems, x, resident_first, resident_cycles, d, float(bw),
+                         hw.macs_per_cycle, hw.dram_latency))
 
 
 def chosen_tiling(graph: ComputeGraph, ops: Sequence[int],
@@ -228,7 +275,7 @@ def chosen_tiling(graph: ComputeGraph, ops: Sequence[int],
     if incompatibility(graph, ops):
         return None
     layout = _Layout(graph, ops, row_deps(graph), accumulator_elems(hw.dtype_bytes))
-    return _search(layout, hw.buffer_bytes // hw.dtype_bytes)
+    return _search(layout, hw.buffer_bytes // hw.dtype_bytes)[0]
 
 
 def tile_cost(graph: ComputeGraph, ops: Sequence[int], tiles: int, hw: HardwareConfig,
@@ -278,22 +325,25 @@ def position_needs(graph: ComputeGraph, ops: Sequence[int], tiling: TileCost) ->
     return need
 
 
-def _search(layout: _Layout, limit: int) -> TileCost:
+def _search(layout: _Layout, limit: int) -> tuple[TileCost, _Block]:
     """The fitting configuration of least F_D (ties: fewer tiles), else the least demanding.
 
     Tile counts: 1, the powers of two below the tallest height T_max, T_max; then, if the
     smallest fitting count c among them is not 1, bisection between the count before it and
     c (assuming the requirement does not grow with T there) towards the smallest fitting one.
     F_D is compared over every fitting count evaluated. T = 1 reads everything once, so when
-    it fits nothing is cheaper (checked first on whole tensors, a T = 1 tile's upper bound)."""
+    it fits nothing is cheaper (checked first on whole tensors, a T = 1 tile's upper bound).
+    Returns the configuration and its block."""
     if _whole_least(layout) <= limit:  # one tile holding whole tensors fits, so does T = 1
-        return _configure(_blocks(layout, (1,))[1], limit)
+        one = _blocks(layout, (1,))[1]
+        return _configure(one, limit), one
     tmax = int(layout.heights.max())
     first = tuple(sorted({1, tmax, *(1 << k for k in range(tmax.bit_length()))}))
     blocks = _blocks(layout, first)
     fitting = [t for t in first if blocks[t].least <= limit]
     if not fitting:  # report the least demanding count
-        return _configure(min(blocks.values(), key=lambda b: (b.least, b.tiles)), limit)
+        least = min(blocks.values(), key=lambda b: (b.least, b.tiles))
+        return _configure(least, limit), least
     if fitting[0] > 1:
         lo, hi = max(t for t in first if t < fitting[0]), fitting[0]
         while hi - lo > 1:
@@ -318,7 +368,7 @@ def _search(layout: _Layout, limit: int) -> TileCost:
         if best_key is None or key < best_key:
             best, best_key = (b, resident), key
     assert best is not None
-    return _configure(best[0], limit, best[1])
+    return _configure(best[0], limit, best[1]), best[0]
 
 
 _RESIDENCY_NODES = 512
@@ -570,34 +620,20 @@ def _blocks(layout: _Layout, counts: tuple[int, ...],
     if rows is None:
         rows = _Bands(layout, counts).rows
     live = _live(layout, rows)  # (positions, all tiles)
-    starts = np.cumsum([0, *counts[:-1]])
-    held = np.maximum.reduceat(live, starts, axis=1) + layout.allowance  # (positions, counts)
-    sums = np.add.reduceat(rows, starts, axis=1)
-    m = len(layout.entering)
-    read = np.maximum(sums[:m], layout.heights[:m, None])
-    act = (read * layout.row_elems[:m, None]).sum(axis=0).tolist()
-    if layout.macs:
-        k, op_macs, h = layout.mac_arrays
-        macs = (sums[k] * op_macs[:, None] // h[:, None]).sum(axis=0).tolist()
-    else:
-        macs = [0] * len(counts)
-    n = len(counts)
-    free = held[layout.weightless]
-    floor = free.max(axis=0).tolist() if len(free) else [0] * n
-    held_w = held[layout.w_pos]
-    sliced = held_w + layout.w_first_out[:, None]
-    finest = sliced.copy()
-    for i in layout.in_sliceable:
-        base, per = _sliced(layout, i, rows, live)
-        alt = np.maximum.reduceat(base + per, starts) + layout.weighted[i].first_in
-        sliced[i] = alt
-        np.minimum(finest[i], alt, out=finest[i])
+    k, op_macs, h = layout.mac_arrays
+    sl_i, sl_x, sl_o, sl_xchan, sl_first_in = layout.sliceable_arrays
+    act, macs, floor, held_w, finest, sliced = _k.block_summaries(
+        rows, live, np.array(counts, dtype=np.int64), layout.n_entering, layout.heights,
+        layout.row_elems, layout.allowance, k, op_macs, h, layout.weightless, layout.w_pos,
+        layout.w_first_out, sl_i, sl_x, sl_o, sl_xchan, sl_first_in, layout.acc)
     held_t, finest_t, sliced_t = held_w.T.tolist(), finest.T.tolist(), sliced.T.tolist()
-    out = {}
-    for c, (tiles, start) in enumerate(zip(counts, starts.tolist(), strict=True)):
+    act, macs, floor = act.tolist(), macs.tolist(), floor.tolist()
+    out, start = {}, 0
+    for c, tiles in enumerate(counts):
         cols = slice(start, start + tiles)
-        out[tiles] = _Block(layout, tiles, rows[:, cols], live[:, cols], int(act[c]),
-                            int(macs[c]), held_t[c], int(floor[c]), finest_t[c], sliced_t[c])
+        start += tiles
+        out[tiles] = _Block(layout, tiles, rows[:, cols], live[:, cols], act[c], macs[c],
+                            held_t[c], floor[c], finest_t[c], sliced_t[c])
     return out
 
 
@@ -866,91 +902,83 @@ class _Weighted:
 class _Bands:
     """First / last row of every tensor (rows) each tile needs (columns), for the tiles of
     several tile counts side by side (the columns of one count are independent of the
-    others'); a tensor a tile does not need has the sentinels first = H, last = -1."""
+    others'); a tensor a tile does not need has the sentinels first = H, last = -1. The
+    propagation runs from the leaving bands back to the entering tensors, last op first (a
+    global pooling folds in its input band by band: each tile reads only its band, and the
+    one-row accumulator is held in every tile of a count where it is needed), compiled
+    (`simulator.cost._brr_kernels.bands`)."""
 
     def __init__(self, layout: _Layout, counts: tuple[int, ...]) -> None:
         self.layout, self.counts = layout, counts
-        self.j = np.concatenate([np.arange(t, dtype=np.int64) for t in counts])
-        self.t = np.repeat(np.array(counts, dtype=np.int64), counts)
-        n = len(layout.refs)
-        self.first = np.repeat(layout.heights[:, None], len(self.j), axis=1)
-        self.last = np.full((n, len(self.j)), -1, dtype=np.int64)
-        j, t = self.j, self.t
-        for k, h in layout.leaving:
-            first, last = (j * h) // t, ((j + 1) * h) // t - 1
-            empty = last < first
-            self.first[k] = np.where(empty, h, first)
-            self.last[k] = np.where(empty, -1, last)
-        self._propagate()
-        self.rows = np.maximum(self.last - self.first + 1, 0)
-
-    def _propagate(self) -> None:
-        firsts, lasts = list(self.first), list(self.last)  # row views
-        for k, pooled, slots in self.layout.steps:
-            a, z = firsts[k], lasts[k]
-            if pooled is not None:
-                self._accumulate(k, *pooled)
-                continue
-            # padded tables map the "not needed" sentinels (first = H, last = -1) to themselves,
-            # so tiles that do not need the op leave its inputs as they are
-            for r, lo, hi in slots:
-                np.minimum(firsts[r], lo[a], out=firsts[r])
-                np.maximum(lasts[r], hi[z], out=lasts[r])
-
-    def _accumulate(self, k: int, r: int, h: int) -> None:
-        """A global pooling folds in its input band by band: each tile reads only its band,
-        and the one-row accumulator is held in every tile (of a count where it is needed)."""
-        start = 0
-        for tiles in self.counts:
-            cols = slice(start, start + tiles)
-            start += tiles
-            if not (self.last[k, cols] >= self.first[k, cols]).any():
-                continue
-            j = self.j[cols]
-            np.minimum(self.first[r, cols], (j * h) // tiles, out=self.first[r, cols])
-            np.maximum(self.last[r, cols], ((j + 1) * h) // tiles - 1, out=self.last[r, cols])
-            self.first[k, cols] = 0
-            self.last[k, cols] = 0
+        t = layout.tables
+        self.first, self.last, self.rows = _k.bands(
+            layout.nodes, layout.n_entering, layout.leaving_rows,
+            np.array(counts, dtype=np.int64), t.n_in, t.in_ptr, t.in_node, t.tab_off,
+            t.tab_len, t.lo, t.hi, t.pool, t.height)
 
 
 class _Layout:
     """What the tile regions of one group share whatever the tile count: its tensors, their
-    heights and row sizes, the propagation steps, the tensors' lifetimes and the weights."""
+    heights and row sizes, the tensors' lifetimes and the weights (`_k.layout`)."""
 
     def __init__(self, graph: ComputeGraph, ops: tuple[int, ...], deps: RowDeps,
                  acc: int = 1) -> None:
         self.graph, self.ops, self.deps, self.acc = graph, ops, deps, acc
-        self.entering = graph.inputs_of(ops)
-        self.refs = (*self.entering, *ops)
-        self.index = {ref: k for k, ref in enumerate(self.refs)}
-        self.heights = np.array([deps.height_of[r] for r in self.refs], dtype=np.int64)
-        self.row_elems = np.array([deps.row_elems_of[r] for r in self.refs], dtype=np.int64)
-        self.leaving = tuple((self.index[o], deps.height_of[o]) for o in graph.outputs_of(ops))
-        self.spans = _lifetimes(graph, ops, self.refs)
-        self.born = np.array([b for b, _ in self.spans], dtype=np.int64)
-        self.dies = np.array([d for _, d in self.spans], dtype=np.int64)
+        self.tables = t = _k.graph_tables(graph)
+        self.op_array = np.array(ops, dtype=np.int64)
+        (self.nodes, self.n_entering, self.leaving_rows, self.born, self.dies,
+         allowance) = _k.layout(self.op_array, t.n_in, t.in_ptr, t.in_node, t.succ_ptr,
+                                t.succ, t.output, t.pool, t.height, t.row_elems)
+        self.allowance = int(allowance)
+        self.heights = t.height[self.nodes]
+        self.row_elems = t.row_elems[self.nodes]
         self.positions = len(ops)
-        self.weights = np.array([graph[o].weight_elems for o in ops], dtype=np.int64)
+        self.weights = t.weights[self.op_array]
         self.weight_sum = int(self.weights.sum())
-        # one row in flight per entering tensor, one being written per leaving tensor
-        self.allowance = sum(deps.row_elems_of[r] for r in self.entering
-                             if deps.height_of[r] > 1) + sum(
-            deps.row_elems_of[self.refs[k]] for k, h in self.leaving if h > 1)
+
+    @cached_property
+    def entering(self) -> tuple[int, ...]:
+        """References of the tensors entering the group, ascending."""
+        n_in = self.tables.n_in
+        return tuple(int(u) - n_in for u in self.nodes[:self.n_entering])
+
+    @cached_property
+    def refs(self) -> tuple[int, ...]:
+        """The entering tensors, then the group's ops: the rows of every per-tensor array."""
+        return (*self.entering, *self.ops)
+
+    @cached_property
+    def index(self) -> dict[int, int]:
+        """Row of each reference in `refs`."""
+        return {ref: k for k, ref in enumerate(self.refs)}
+
+    @cached_property
+    def leaving(self) -> tuple[tuple[int, int], ...]:
+        """(row, height) of every tensor leaving the group."""
+        return tuple((int(k), int(self.heights[k])) for k in self.leaving_rows)
+
+    @cached_property
+    def spans(self) -> list[tuple[int, int]]:
+        """Per row, the first and last op position at which a tile holds the tensor: from its
+        producer (an entering tensor: its first consumer) to its last consumer; a global
+        pooling's running sum from the first op to the last."""
+        return list(zip(self.born.tolist(), self.dies.tolist(), strict=True))
 
     @cached_property
     def weighted(self) -> tuple[_Weighted, ...]:
         """The ops with weights, in position order, with how they can be sliced here."""
         info, inputs = _weight_info(self.graph)
-        n_in, index, out = len(self.entering), self.index, []
+        n_in, out = self.n_entering, []
+        born, dies = self.born, self.dies
         for p, o in enumerate(self.ops):
             s = info.get(o)
             if s is None:
                 continue
             elems, c_out, first_out, chans, first_in, x_chan = s
-            k = index[inputs[o]] if chans else 0
-            if chans and (k >= n_in or self.spans[k] != (p, p)):
+            k = self.index[inputs[o]] if chans else 0
+            if chans and (k >= n_in or born[k] != p or dies[k] != p):
                 chans = first_in = x_chan = 0  # its input is produced here or read again
-            out.append(_Weighted(p, o, elems, c_out, chans, k, index[o], x_chan, first_out,
+            out.append(_Weighted(p, o, elems, c_out, chans, k, n_in + p, x_chan, first_out,
                                  first_in))
         return tuple(out)
 
@@ -977,10 +1005,21 @@ class _Layout:
         return tuple(i for i, w in enumerate(self.weighted) if w.in_channels)
 
     @cached_property
+    def sliceable_arrays(self) -> tuple[np.ndarray, ...]:
+        """The input-sliceable ops as five arrays: index in `weighted`, rows of the input and
+        of the op, elements of one channel of one input row, elements of the first input
+        slice."""
+        ws = [(i, w.x, w.o, w.x_channel_elems, w.first_in)
+              for i, w in enumerate(self.weighted) if w.in_channels]
+        cols = list(zip(*ws, strict=True)) if ws else [()] * 5
+        return tuple(np.array(c, dtype=np.int64) for c in cols)
+
+    @cached_property
     def mac_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """`macs` as three arrays: tensor rows, MACs, heights."""
-        return tuple(np.array(v, dtype=np.int64)  # type: ignore[return-value]
-                     for v in zip(*self.macs, strict=True))
+        """Every op with MACs: its row, MACs and height."""
+        macs = self.tables.macs[self.op_array]
+        rows = np.flatnonzero(macs) + self.n_entering
+        return rows, macs[rows - self.n_entering], self.heights[rows]
 
     @cached_property
     def w_elems(self) -> list[int]:
@@ -988,56 +1027,15 @@ class _Layout:
         return [w.elems for w in self.weighted]
 
     @cached_property
-    def steps(self) -> list[tuple[int, tuple[int, int] | None, tuple]]:
-        """Propagation, last op first: (row of o, pooled input row and height or None, slots).
-        Only the tile regions need it (not `dram_lower_bound`), so it is built on demand."""
-        graph, deps, steps = self.graph, self.deps, []
-        for o in reversed(self.ops):
-            if graph[o].kind is OpKind.GLOBAL_POOL:
-                ref = graph[o].inputs[0]
-                pooled = (self.index[ref], deps.height_of[ref])
-                steps.append((self.index[o], pooled, ()))
-                continue
-            slots = tuple((self.index[ref], lo, hi) for ref, lo, hi in zip(
-                graph[o].inputs, deps.lo_pad[o], deps.hi_pad[o], strict=True))
-            steps.append((self.index[o], None, slots))
-        return steps
-
-    @cached_property
     def macs(self) -> tuple[tuple[int, int, int], ...]:
         """(row of o, o's MACs, o's height) of every op with MACs."""
-        return tuple((self.index[o], self.graph[o].macs, self.deps.height_of[o])
-                     for o in self.ops if self.graph[o].macs)
-
-
-def _lifetimes(graph: ComputeGraph, ops: tuple[int, ...],
-               refs: tuple[int, ...]) -> list[tuple[int, int]]:
-    pos = {o: k for k, o in enumerate(ops)}
-    readers: dict[int, list[int]] = {}  # entering tensor -> positions of its readers
-    for k, o in enumerate(ops):
-        for ref in dict.fromkeys(graph[o].inputs):
-            if ref not in pos:
-                readers.setdefault(ref, []).append(k)
-    spans = []
-    for ref in refs:
-        if ref >= 0 and ref in pos and graph[ref].kind is OpKind.GLOBAL_POOL:
-            spans.append((0, len(ops) - 1))  # the running sum spans every tile
-            continue
-        users = readers.get(ref, []) if ref not in pos \
-            else [pos[c] for c in graph.successors(ref) if c in pos]
-        born = pos.get(ref, min(users) if users else 0)
-        spans.append((born, max(users) if users else born))
-    return spans
+        return tuple(zip(*(a.tolist() for a in self.mac_arrays), strict=True))
 
 
 def _live(layout: _Layout, rows: np.ndarray) -> np.ndarray:
     """Live activation elements at each op position (rows) in each tile (columns): the sum of
     the tile's rows of every tensor whose lifetime covers the position."""
-    sizes = rows * layout.row_elems[:, None]
-    diff = np.zeros((layout.positions + 1, rows.shape[1]), dtype=np.int64)
-    np.add.at(diff, layout.born, sizes)
-    np.subtract.at(diff, layout.dies + 1, sizes)
-    return np.cumsum(diff[:-1], axis=0)
+    return _k.live(rows, layout.row_elems, layout.born, layout.dies, layout.positions)
 
 
 class TileRegions:

@@ -28,8 +28,6 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-import numpy as np
-
 from simulator.cost.rows import row_deps
 from simulator.workload.graph import ComputeGraph
 
@@ -147,84 +145,12 @@ def brr_cycles(graph: ComputeGraph, ops: tuple[int, ...], tiling: TileCost,
                hw: HardwareConfig) -> int:
     """Cycles of a BRR group at its configuration `tiling` (`simulator.engine.brr`): every
     region load, weight slice and band write-back is waited for, so the tiles before the last
-    add up in closed form (vectorised over tiles); the last tile, which also reads and drops
-    the rows of entering tensors no tile needs, runs through `_Serial` in op order."""
-    from simulator.cost.brr import channels, slice_bounds, slice_elems, tile_regions
+    add up in closed form; the last tile, which also reads and drops the rows of entering
+    tensors no tile needs, runs as a `_Serial` schedule in op order. Computed by
+    `simulator.cost.brr.schedule_cycles` (compiled) on the group's tile regions."""
+    from simulator.cost.brr import schedule_cycles
 
-    d, bw, mpc, tiles = hw.dtype_bytes, hw.dram_bandwidth, hw.macs_per_cycle, tiling.tiles
-    deps = row_deps(graph)
-    regions = tile_regions(graph, ops, tiles)
-    spans, refs = regions.lifetimes(), regions.refs
-    plans = {w.op: w for w in tiling.weights}
-    sliced_input = {graph[o].inputs[0] for o, w in plans.items()
-                    if not w.resident and w.split == "in"}
-    leaving = set(graph.outputs_of(ops))
-    last = _Serial(hw)  # the last tile (T = 1: the resident weights first)
-    resident = [w.op for w in tiling.weights if w.resident]
-    weights = sum(math.ceil(w.slice_elems * d / bw) for w in tiling.weights if w.resident)
-    if tiles == 1:
-        last.channel, last.queued, last.pending = weights, weights, bool(weights)
-    pe = channel = waits = 0  # tiles 0 .. T - 2
-    j = np.arange(tiles, dtype=np.int64)
-    # tile 0 waits for the resident weights at its first wait: a load (covering them, queued
-    # after them) or, before that, the first op computing with them (one wait more)
-    first_wait = 3 * len(ops)
-
-    def ceil(x: np.ndarray, by: float) -> np.ndarray:
-        return np.ceil(x / by).astype(np.int64)
-
-    def load(nbytes: np.ndarray, key: int) -> None:  # a load per tile, waited for
-        nonlocal channel, waits, first_wait
-        if nbytes[0] > 0:
-            first_wait = min(first_wait, key)
-        channel += int(ceil(nbytes[:-1], bw).sum())
-        waits += int((nbytes[:-1] > 0).sum())
-        last.read(int(nbytes[-1]))
-        last.wait()
-
-    for p, o in enumerate(ops):
-        for t, ref in enumerate(refs):  # entering tensors first read here
-            if ref not in ops and spans[t][0] == p and ref not in sliced_input:
-                rows = regions.rows(ref).astype(np.int64)
-                rb = deps.row_elems_of[ref] * d
-                load(rows * rb, 3 * p)
-                last.drop(max(0, deps.height_of[ref] - int(rows.sum())) * rb)
-        macs = regions.rows(o).astype(np.int64) * graph[o].macs // deps.height_of[o]
-        plan = plans.get(o)
-        if plan is None or plan.resident:
-            pe += int(-(-macs[:-1] // mpc).sum())
-            if tiles == 1 and plan is not None:
-                last.wait()
-            last.compute(int(macs[-1]))
-        else:  # weight slices, each loaded and waited for (an input slice with its weights)
-            chans = channels(graph[o].input_shapes[0] if plan.split == "in"
-                             else graph[o].output_shape)
-            x = graph[o].inputs[0]
-            per_channel = regions.rows(x).astype(np.int64) * (deps.row_elems_of[x] * d) \
-                // chans
-            first_wait = min(first_wait, 3 * p + 1)
-            for a, b in slice_bounds(chans, plan.slices):
-                w = slice_elems(graph[o].weight_elems, chans, a, b) * d
-                xb = per_channel * (b - a) if plan.split == "in" else 0 * j
-                channel += int(ceil(xb[:-1], bw).sum()) + (tiles - 1) * math.ceil(w / bw)
-                waits += tiles - 1
-                last.read(int(xb[-1]))
-                last.read(w)
-                last.wait()
-                part = macs * b // chans - macs * a // chans
-                pe += int(-(-part[:-1] // mpc).sum())
-                last.compute(int(part[-1]))
-            if plan.split == "in":
-                unread = deps.height_of[x] - int(regions.rows(x).sum())
-                last.drop(max(0, unread) * deps.row_elems_of[x] * d)
-        if o in leaving:  # the band written back, waited for
-            h = deps.height_of[o]
-            load(((j + 1) * h // tiles - j * h // tiles) * (deps.row_elems_of[o] * d),
-                 3 * p + 2)
-    if tiles > 1 and resident:
-        channel += weights
-        waits += int(3 * ops.index(resident[0]) + 1 < first_wait)
-    return last.cycles + pe + channel + hw.dram_latency * waits
+    return schedule_cycles(graph, ops, tiling, hw)
 
 
 def layer_cycles(layer: Layer, tiling: LayerTiling, hw: HardwareConfig) -> int:
