@@ -13,14 +13,15 @@ ascending references (network inputs first), the order of `ComputeGraph.inputs_o
 from __future__ import annotations
 
 import math
-from functools import lru_cache
+from functools import cached_property, lru_cache
 
 import numpy as np
 from numba import njit
 
 from simulator.workload.graph import ComputeGraph, OpKind
 
-__all__ = ["GraphTables", "bands", "block_summaries", "graph_tables", "layout", "live"]
+__all__ = ["GraphTables", "bands", "block_summaries", "cycles", "graph_tables", "layout",
+           "least_rows", "live", "window_tables"]
 
 
 class GraphTables:
@@ -73,6 +74,58 @@ class GraphTables:
         self.pool = np.array([op.kind is OpKind.GLOBAL_POOL for op in graph], dtype=np.int64)
         self.macs = np.array([op.macs for op in graph], dtype=np.int64)
         self.weights = np.array([op.weight_elems for op in graph], dtype=np.int64)
+        self._graph = graph
+
+    @cached_property
+    def weight_arrays(self) -> tuple[np.ndarray, ...]:
+        """Per op (zeros for an op without weights): output channels, elements of the first
+        one-output-channel slice, input channels if it can be input-sliced (else 0), elements
+        of the first one-input-channel slice, elements of one channel of one row of its input,
+        and the node of its first input (`brr._weight_info`)."""
+        from simulator.cost.brr import _weight_info
+
+        info, _ = _weight_info(self._graph)
+        n = len(self._graph)
+        cols = [np.zeros(n, dtype=np.int64) for _ in range(6)]
+        for o, (_, c_out, first_out, chans, first_in, x_chan) in info.items():
+            for col, v in zip(cols, (c_out, first_out, chans, first_in, x_chan,
+                                     self._graph[o].inputs[0] + self.n_in), strict=True):
+                col[o] = v
+        return tuple(cols)
+
+    @cached_property
+    def whole_from_rows(self) -> np.ndarray:
+        """True for an op that reads a whole feature map into one row (a global pooling)."""
+        from simulator.cost.rows import row_deps
+
+        deps = row_deps(self._graph)
+        return np.array([deps.whole_from_rows(op.id) for op in self._graph], dtype=bool)
+
+    @cached_property
+    def op_traffic(self) -> np.ndarray:
+        """Per op, the buffer accesses of `simulator.cost.traffic.buffer_traffic_elems`."""
+        g = self._graph
+        return np.array([sum(g.tensor_elems(r) for r in op.inputs) + op.weight_elems
+                         + op.output_elems for op in g], dtype=np.int64)
+
+    @cached_property
+    def output_elems(self) -> np.ndarray:
+        """Per op, the elements of its tensor."""
+        return np.array([op.output_elems for op in self._graph], dtype=np.int64)
+
+    @cached_property
+    def win(self) -> np.ndarray:
+        """The window tables of every input slot (`window_tables`), built on first use."""
+        return window_tables(self.tab_off, self.tab_len, self.lo, self.hi)
+
+    @cached_property
+    def useful(self) -> np.ndarray:
+        """1 for an op from which a network output is reachable (`brr._useful`)."""
+        from simulator.cost.brr import _useful
+
+        out = np.zeros(len(self._graph), dtype=np.int64)
+        out[list(_useful(self._graph))] = 1
+        return out
 
 
 @lru_cache(maxsize=8)
@@ -488,3 +541,116 @@ def cycles(rows, n_ent, born, node_h, node_re, sliced_input, op_macs, op_leaves,
         if 3 * resident_first + 1 < first_wait:
             waits += 1
     return (l_pe + l_channel + lat * l_waits - l_overlap) + pe + channel + lat * waits
+
+
+@njit(cache=True)
+def window_tables(tab_off, tab_len, lo, hi):
+    """Per input slot q, w[r] = the fewest rows of the input that r consecutive output rows
+    of the op read (w[0] = 0): ``min over a of hi[a+r-1] - lo[a] + 1`` over the unpadded
+    tables (`simulator.cost.brr._least_window`), laid out like the padded tables."""
+    out = np.zeros(lo.shape[0], np.int64)
+    for q in range(tab_off.shape[0]):
+        off = tab_off[q]
+        h = tab_len[q] - 1
+        for r in range(1, h + 1):
+            best = hi[off + r - 1] - lo[off]
+            for a in range(1, h - r + 1):
+                v = hi[off + a + r - 1] - lo[off + a]
+                if v < best:
+                    best = v
+            out[off + r] = best + 1 if best + 1 > 0 else 0
+    return out
+
+
+@njit(cache=True)
+def least_rows(nodes, n_ent, leaving, tiles, n_in, in_ptr, in_node, tab_off, win, pool, useful,
+               height):
+    """Rows of every tensor (rows) that every tile of T tiles needs at least (columns: T in
+    `tiles`): the leaving bands' least height, propagated to the inputs by the window tables
+    (`simulator.cost.brr._least_rows`)."""
+    tmax = tiles.shape[0]
+    n = nodes.shape[0]
+    index = np.full(height.shape[0], -1, np.int64)
+    for k in range(n):
+        index[nodes[k]] = k
+    least = np.zeros((n, tmax), np.int64)
+    for m in range(leaving.shape[0]):
+        k = leaving[m]
+        h = height[nodes[k]]
+        for c in range(tmax):
+            least[k, c] = h // tiles[c]
+    for k in range(n - 1, n_ent - 1, -1):
+        o = nodes[k] - n_in
+        for q in range(in_ptr[o], in_ptr[o + 1]):
+            u = in_node[q]
+            dup = False  # each distinct input once (its slots are all read below)
+            for q2 in range(in_ptr[o], q):
+                if in_node[q2] == u:
+                    dup = True
+            if dup:
+                continue
+            r = index[u]
+            for c in range(tmax):
+                if pool[o] == 1:
+                    v = height[u] // tiles[c] * useful[o]
+                else:
+                    v = 0
+                    for q2 in range(q, in_ptr[o + 1]):
+                        if in_node[q2] == u:
+                            w = win[tab_off[q2] + least[k, c]]
+                            if w > v:
+                                v = w
+                if v > least[r, c]:
+                    least[r, c] = v
+    return least
+
+
+@njit(cache=True)
+def fit_bound(least, lv, allowance, w_pos, w_first_out, sl_i, sl_x, sl_o, sl_xchan,
+              sl_first_in, acc, row_elems_k, heights_k, n_ent, weight_sum, limit):
+    """`simulator.cost.brr.dram_lower_bound` from the least rows (tensors x T = 1 ..) and
+    their live elements: the least F_D (elements, writes excluded) over the tile counts
+    whose floors fit `limit`, or -1 when none does."""
+    positions, tmax = lv.shape
+    best = -1
+    act_floor = np.empty(positions, np.int64)
+    need = np.empty(positions, np.int64)
+    for c in range(tmax):
+        for p in range(positions):
+            act_floor[p] = lv[p, c] + allowance
+            need[p] = act_floor[p]
+        for i in range(w_pos.shape[0]):
+            need[w_pos[i]] += w_first_out[i]
+        for m in range(sl_i.shape[0]):
+            p = w_pos[sl_i[m]]
+            x = sl_x[m]
+            o = sl_o[m]
+            alt = (act_floor[p] - least[x, c] * (row_elems_k[x] - sl_xchan[m])
+                   + (acc - 1) * least[o, c] * row_elems_k[o])
+            if alt < act_floor[p]:
+                act_floor[p] = alt
+            if alt + sl_first_in[m] < need[p]:
+                need[p] = alt + sl_first_in[m]
+        top_need = need[0]
+        top_act = act_floor[0]
+        for p in range(1, positions):
+            if need[p] > top_need:
+                top_need = need[p]
+            if act_floor[p] > top_act:
+                top_act = act_floor[p]
+        if top_need > limit:
+            continue
+        t = c + 1
+        act = 0
+        for k in range(n_ent):
+            r = t * least[k, c]
+            if r < heights_k[k]:
+                r = heights_k[k]
+            act += r * row_elems_k[k]
+        streamed = weight_sum - (limit - top_act)
+        if streamed < 0:
+            streamed = 0
+        dram = act + weight_sum + (t - 1) * streamed
+        if best < 0 or dram < best:
+            best = dram
+    return best

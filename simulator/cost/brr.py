@@ -37,7 +37,7 @@ import numpy as np
 
 from simulator.cost import _brr_kernels as _k
 from simulator.cost.rows import RowDeps, row_deps
-from simulator.cost.traffic import boundary, buffer_traffic_elems
+from simulator.cost.traffic import buffer_traffic_elems
 from simulator.cost.types import Failure, GroupCost, timing
 from simulator.scheme import Scheme
 from simulator.workload.graph import ComputeGraph, Op, OpKind, Shape
@@ -161,6 +161,9 @@ def _largest_chunk(budget: int, elems: int, chans: int) -> int:
 
 def incompatibility(graph: ComputeGraph, ops: Sequence[int]) -> str:
     """Why BRR cannot tile the group ("" if it can)."""
+    reads_whole = _k.graph_tables(graph).whole_from_rows
+    if not reads_whole[np.asarray(ops, dtype=np.int64)].any():
+        return ""  # no whole-map dependence starts in the group
     group = set(ops)
     whole = {o for o in ops if _reads_whole_map(graph, o)}
     if not whole:  # no whole-map dependence starts in the group
@@ -185,10 +188,10 @@ def _reads_whole_map(graph: ComputeGraph, o: int) -> bool:
 def group_cost(graph: ComputeGraph, ops: Sequence[int], hw: HardwareConfig) -> GroupCost:
     """F_beta, F_D, cycles and energy of `ops` as one BRR group, at its best configuration."""
     ops = tuple(sorted(ops))
-    b = boundary(graph, ops)
     reason = incompatibility(graph, ops)
     limit = hw.buffer_bytes // hw.dtype_bytes
     layout = _Layout(graph, ops, row_deps(graph), accumulator_elems(hw.dtype_bytes))
+    writes = layout.write_elems
     if reason:
         best = _configure(_blocks(layout, (1,))[1], limit)  # reported for reference
         failure: Failure | None = Failure.BRR_INCOMPATIBLE
@@ -201,9 +204,8 @@ def group_cost(graph: ComputeGraph, ops: Sequence[int], hw: HardwareConfig) -> G
             reason = (f"needs {best.buffer_elems * hw.dtype_bytes:,} B at best ({best.tiles} "
                       f"tiles{sliced}) > buffer {hw.buffer_bytes:,} B")
         if failure is None:
-            return _as_group_cost(graph, ops, hw, best, b.write_elems, None, "", layout,
-                                  block.rows)
-    return _as_group_cost(graph, ops, hw, best, b.write_elems, failure, reason)
+            return _as_group_cost(graph, ops, hw, best, writes, None, "", layout, block.rows)
+    return _as_group_cost(graph, ops, hw, best, writes, failure, reason, layout)
 
 
 def _as_group_cost(graph: ComputeGraph, ops: tuple[int, ...], hw: HardwareConfig,
@@ -212,7 +214,9 @@ def _as_group_cost(graph: ComputeGraph, ops: tuple[int, ...], hw: HardwareConfig
                    rows: np.ndarray | None = None) -> GroupCost:
     d = hw.dtype_bytes
     dram = (t.act_read_elems + t.weight_read_elems + write_elems) * d
-    buf = buffer_traffic_elems(graph, ops) * d + dram
+    traffic = (int(layout.tables.op_traffic[layout.op_array].sum()) if layout is not None
+               else buffer_traffic_elems(graph, ops))
+    buf = traffic * d + dram
     return GroupCost(
         scheme=Scheme.BRR, ops=ops, buffer_bytes=t.buffer_elems * d,
         weight_buffer_bytes=t.weight_buffer_elems * d, dram_act_read=t.act_read_elems * d,
@@ -592,16 +596,8 @@ class _Block:
 def _whole_least(layout: _Layout) -> int:
     """`_Block.least` of one tile holding every tensor whole: at least T = 1's (a tile's
     region of a tensor is at most all its rows, and what a position holds grows with them)."""
-    rows = layout.heights[:, None]
-    live = _live(layout, rows)
-    need = live[:, 0] + layout.allowance
-    if len(layout.w_pos):
-        need[layout.w_pos] += layout.w_first_out
-        for i in layout.in_sliceable:
-            base, per = _sliced(layout, i, rows, live)
-            w = layout.weighted[i]
-            need[w.pos] = min(need[w.pos], int(base[0] + per[0]) + w.first_in)
-    return int(need.max())
+    _, (_, _, floor, _, finest, _) = _summaries(layout, layout.heights[:, None], (1,))
+    return max(int(floor[0]), int(finest.max()) if finest.size else 0)
 
 
 def _sliced(layout: _Layout, i: int, rows: np.ndarray,
@@ -613,19 +609,24 @@ def _sliced(layout: _Layout, i: int, rows: np.ndarray,
     return base, rows[w.x] * w.x_channel_elems
 
 
+def _summaries(layout: _Layout, rows: np.ndarray, counts: tuple[int, ...]) -> tuple:
+    """Live elements of `rows` and their per-count summaries (`_k.block_summaries`)."""
+    live = _live(layout, rows)  # (positions, all tiles)
+    k, op_macs, h = layout.mac_arrays
+    sl_i, sl_x, sl_o, sl_xchan, sl_first_in = layout.sliceable_arrays
+    return live, _k.block_summaries(
+        rows, live, np.array(counts, dtype=np.int64), layout.n_entering, layout.heights,
+        layout.row_elems, layout.allowance, k, op_macs, h, layout.weightless, layout.w_pos,
+        layout.w_first_out, sl_i, sl_x, sl_o, sl_xchan, sl_first_in, layout.acc)
+
+
 def _blocks(layout: _Layout, counts: tuple[int, ...],
             rows: np.ndarray | None = None) -> dict[int, _Block]:
     """The `_Block` of several tile counts, from one propagation over all their tiles (or
     from the given `rows` of every tensor in every tile)."""
     if rows is None:
         rows = _Bands(layout, counts).rows
-    live = _live(layout, rows)  # (positions, all tiles)
-    k, op_macs, h = layout.mac_arrays
-    sl_i, sl_x, sl_o, sl_xchan, sl_first_in = layout.sliceable_arrays
-    act, macs, floor, held_w, finest, sliced = _k.block_summaries(
-        rows, live, np.array(counts, dtype=np.int64), layout.n_entering, layout.heights,
-        layout.row_elems, layout.allowance, k, op_macs, h, layout.weightless, layout.w_pos,
-        layout.w_first_out, sl_i, sl_x, sl_o, sl_xchan, sl_first_in, layout.acc)
+    live, (act, macs, floor, held_w, finest, sliced) = _summaries(layout, rows, counts)
     held_t, finest_t, sliced_t = held_w.T.tolist(), finest.T.tolist(), sliced.T.tolist()
     act, macs, floor = act.tolist(), macs.tolist(), floor.tolist()
     out, start = {}, 0
@@ -660,26 +661,15 @@ def dram_lower_bound(graph: ComputeGraph, ops: Sequence[int], hw: HardwareConfig
     layout = _Layout(graph, ops, row_deps(graph), accumulator_elems(hw.dtype_bytes))
     tiles = np.arange(1, int(layout.heights.max()) + 1, dtype=np.int64)
     least = _least_rows(graph, layout, tiles)
-    act_floor = _live(layout, least) + layout.allowance  # (positions, tile counts)
-    need = act_floor.copy()
-    for w in layout.weighted:
-        need[w.pos] += w.first_out
-        if w.in_channels:  # input-sliced: one channel of the input, the output as partial sums
-            alt = (act_floor[w.pos] - least[w.x] * (layout.row_elems[w.x] - w.x_channel_elems)
-                   + (layout.acc - 1) * least[w.o] * layout.row_elems[w.o])
-            np.minimum(act_floor[w.pos], alt, out=act_floor[w.pos])
-            np.minimum(need[w.pos], alt + w.first_in, out=need[w.pos])
-    fits = need.max(axis=0) <= limit
-    if not fits.any():
+    sl_i, sl_x, sl_o, sl_xchan, sl_first_in = layout.sliceable_arrays
+    dram = _k.fit_bound(least, _live(layout, least), layout.allowance, layout.w_pos,
+                        layout.w_first_out, sl_i, sl_x, sl_o, sl_xchan, sl_first_in, layout.acc,
+                        layout.row_elems, layout.heights, layout.n_entering, layout.weight_sum,
+                        limit)
+    if dram < 0:
         return None
-    m = len(layout.entering)
-    act = (np.maximum(tiles * least[:m], layout.heights[:m, None])
-           * layout.row_elems[:m, None]).sum(axis=0)
-    weights = layout.weight_sum
-    streamed = np.maximum(weights - (limit - act_floor.max(axis=0)), 0)
-    dram = act + weights + (tiles - 1) * streamed
     writes = sum(h * int(layout.row_elems[k]) for k, h in layout.leaving)
-    return (int(dram[fits].min()) + writes) * hw.dtype_bytes
+    return (int(dram) + writes) * hw.dtype_bytes
 
 
 @dataclass(frozen=True)
@@ -833,16 +823,13 @@ def _read_by(graph: ComputeGraph, c: int, ref: int, rows: np.ndarray,
 
 def _least_rows(graph: ComputeGraph, layout: _Layout, tiles: np.ndarray) -> np.ndarray:
     """Rows of every tensor (rows) that every tile of T tiles needs at least (columns: T in
-    `tiles`): the leaving bands' least height, propagated to the inputs by `_least_window`."""
-    least = np.zeros((len(layout.refs), len(tiles)), dtype=np.int64)
-    for k, h in layout.leaving:
-        least[k] = h // tiles
-    index = layout.index
-    for o in reversed(layout.refs[len(layout.entering):]):
-        for ref in dict.fromkeys(graph[o].inputs):
-            r = index[ref]
-            np.maximum(least[r], _read_by(graph, o, ref, least[index[o]], tiles), out=least[r])
-    return least
+    `tiles`): the leaving bands' least height, propagated to the inputs by `_least_window`
+    (compiled: `_k.least_rows`)."""
+    t = layout.tables
+    return _k.least_rows(layout.nodes, layout.n_entering, layout.leaving_rows,
+                         np.asarray(tiles, dtype=np.int64),
+                         t.n_in, t.in_ptr, t.in_node, t.tab_off, t.win, t.pool, t.useful,
+                         t.height)
 
 
 @lru_cache(maxsize=8)
@@ -936,6 +923,12 @@ class _Layout:
         self.weights = t.weights[self.op_array]
         self.weight_sum = int(self.weights.sum())
 
+    @property
+    def write_elems(self) -> int:
+        """Elements of the tensors leaving the group (written once)."""
+        return int(self.tables.output_elems[self.nodes[self.leaving_rows]
+                                            - self.tables.n_in].sum())
+
     @cached_property
     def entering(self) -> tuple[int, ...]:
         """References of the tensors entering the group, ascending."""
@@ -965,54 +958,64 @@ class _Layout:
         return list(zip(self.born.tolist(), self.dies.tolist(), strict=True))
 
     @cached_property
+    def _w(self) -> tuple[np.ndarray, ...]:
+        """The ops with weights as arrays (`weighted`'s fields): position, op, elements,
+        output channels, input channels where it can be input-sliced here (else 0: its one
+        input must enter the group and be read by no other op of it), row of its input,
+        elements of one channel of one input row, first output slice, first input slice."""
+        t = self.tables
+        weights = t.weights[self.op_array]
+        pos = np.flatnonzero(weights)
+        ops = self.op_array[pos]
+        c_out, first_out, chans, first_in, x_chan, x_node = (a[ops] for a in t.weight_arrays)
+        entering = self.nodes[:self.n_entering]
+        k = np.searchsorted(entering, x_node)
+        kk = np.minimum(k, max(self.n_entering - 1, 0))
+        ok = ((k < self.n_entering) & (entering[kk] == x_node) & (self.born[kk] == pos)
+              & (self.dies[kk] == pos)) if self.n_entering else np.zeros(len(pos), bool)
+        ok &= chans > 0
+        x = np.where(ok, k, 0)
+        return (pos, ops, weights[pos], c_out, np.where(ok, chans, 0), x,
+                np.where(ok, x_chan, 0), first_out, np.where(ok, first_in, 0))
+
+    @cached_property
     def weighted(self) -> tuple[_Weighted, ...]:
         """The ops with weights, in position order, with how they can be sliced here."""
-        info, inputs = _weight_info(self.graph)
-        n_in, out = self.n_entering, []
-        born, dies = self.born, self.dies
-        for p, o in enumerate(self.ops):
-            s = info.get(o)
-            if s is None:
-                continue
-            elems, c_out, first_out, chans, first_in, x_chan = s
-            k = self.index[inputs[o]] if chans else 0
-            if chans and (k >= n_in or born[k] != p or dies[k] != p):
-                chans = first_in = x_chan = 0  # its input is produced here or read again
-            out.append(_Weighted(p, o, elems, c_out, chans, k, n_in + p, x_chan, first_out,
-                                 first_in))
-        return tuple(out)
+        pos, ops, elems, c_out, chans, x, x_chan, first_out, first_in = (
+            a.tolist() for a in self._w)
+        n_in = self.n_entering
+        return tuple(_Weighted(*f, n_in + f[0], *g) for f, g in zip(
+            zip(pos, ops, elems, c_out, chans, x, strict=True),
+            zip(x_chan, first_out, first_in, strict=True), strict=True))
 
     @cached_property
     def w_pos(self) -> np.ndarray:
         """Positions of the ops with weights."""
-        return np.array([w.pos for w in self.weighted], dtype=np.int64)
+        return self._w[0]
 
     @cached_property
     def weightless(self) -> np.ndarray:
         """Positions of the ops without weights."""
-        mask = np.ones(self.positions, dtype=bool)
-        mask[self.w_pos] = False
-        return np.flatnonzero(mask)
+        return np.flatnonzero(self.tables.weights[self.op_array] == 0)
 
     @cached_property
     def w_first_out(self) -> np.ndarray:
         """Weight elements of each weighted op's one-output-channel slice."""
-        return np.array([w.first_out for w in self.weighted], dtype=np.int64)
+        return self._w[7]
 
     @cached_property
     def in_sliceable(self) -> tuple[int, ...]:
         """Indices (in `weighted`) of the ops that can run input-sliced here."""
-        return tuple(i for i, w in enumerate(self.weighted) if w.in_channels)
+        return tuple(np.flatnonzero(self._w[4]).tolist())
 
     @cached_property
     def sliceable_arrays(self) -> tuple[np.ndarray, ...]:
         """The input-sliceable ops as five arrays: index in `weighted`, rows of the input and
         of the op, elements of one channel of one input row, elements of the first input
         slice."""
-        ws = [(i, w.x, w.o, w.x_channel_elems, w.first_in)
-              for i, w in enumerate(self.weighted) if w.in_channels]
-        cols = list(zip(*ws, strict=True)) if ws else [()] * 5
-        return tuple(np.array(c, dtype=np.int64) for c in cols)
+        pos, _, _, _, chans, x, x_chan, _, first_in = self._w
+        i = np.flatnonzero(chans)
+        return i, x[i], pos[i] + self.n_entering, x_chan[i], first_in[i]
 
     @cached_property
     def mac_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
