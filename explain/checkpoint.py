@@ -30,13 +30,15 @@ import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-import torch
+from typing import TYPE_CHECKING, Any
 
 from explain.features import FEATURE_SCHEMA_VERSION
-from explain.gnn import GnnSpec, ValidityGNN
 from simulator.errors import InputError
+
+if TYPE_CHECKING:
+    import torch
+
+    from explain.gnn import GnnSpec, ValidityGNN
 
 __all__ = [
     "CHECKPOINT_DIR",
@@ -145,6 +147,8 @@ def save_checkpoint(path: str | Path, scheme: str, spec: GnnSpec,
               "feature_schema_version": FEATURE_SCHEMA_VERSION,
               "architecture": spec.to_dict(),
               "graph_stages": checkpoint_graph_stages(graph_stages)}
+    import torch
+
     _atomic_write(path, lambda tmp: torch.save({**header, "state_dict": state}, tmp))
     doc = {**header, "checkpoint": path.name, "state_dict_sha256": state_dict_sha256(state),
            **metadata}
@@ -177,6 +181,8 @@ def _read_payload(path: Path, kind: str) -> dict[str, Any]:
     """The header and weights of a checkpoint of `kind`, read as plain data only."""
     if not path.is_file():
         raise CheckpointError(f"{_where(path, kind)} does not exist")
+    import torch
+
     try:
         payload = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as err:  # torch raises many types for a damaged or foreign file
@@ -223,6 +229,8 @@ def _read_metadata(path: Path) -> dict[str, Any]:
 
 def _check_header(path: Path, payload: Mapping[str, Any], meta: Mapping[str, Any],
                   scheme: str | None, graph_stages: str | None) -> None:
+    from explain.gnn import GnnSpec
+
     where = _where(path, "gnn")
     for doc in (payload, meta):
         version = doc.get("feature_schema_version")
@@ -267,6 +275,8 @@ def load_checkpoint(path: str | Path, scheme: str | None = None,
     _check_header(path, payload, meta, scheme, graph_stages)
     state = payload.get("state_dict")
     _check_weights(state, meta.get("state_dict_sha256"), _where(path, "gnn"))
+    from explain.gnn import GnnSpec, ValidityGNN
+
     model = load_weights(ValidityGNN(GnnSpec()), state, _where(path, "gnn"))
     return LoadedCheckpoint(path, str(payload["scheme"]), model.eval(), meta)
 
@@ -300,12 +310,16 @@ def save_explainer_checkpoint(path: str | Path, kind: str, gnn: LoadedCheckpoint
                "graph_stages": gnn.graph_stages, "gnn_sha256": _gnn_sha256(gnn),
                "state_dict_sha256": state_dict_sha256(weights),
                "state_dict": weights, **fields}
+    import torch
+
     _atomic_write(path, lambda tmp: torch.save(payload, tmp))
     return path
 
 
 def _check_weights(state: Any, recorded: Any, where: str) -> None:
     """The state dict is tensors whose SHA-256 is `recorded`."""
+    import torch
+
     if (not isinstance(state, dict)
             or not all(isinstance(t, torch.Tensor) for t in state.values())
             or state_dict_sha256(state) != recorded):

@@ -52,8 +52,8 @@ from simulator.partition import Group, components
 from simulator.scheme import Scheme
 from simulator.workload.graph import ComputeGraph
 
-__all__ = ["AllEdgesExplainer", "Explainer", "GetSplitter", "SplitChoice", "SplitOutcome",
-           "SplitStats", "guided_splitter"]
+__all__ = ["AllEdgesExplainer", "DeferredExplainer", "Explainer", "GetSplitter", "SplitChoice",
+           "SplitOutcome", "SplitStats", "guided_splitter"]
 
 
 @runtime_checkable
@@ -243,12 +243,40 @@ class GetSplitter:
 def guided_splitter(explainer: str, max_edges: int | None = 4,
                     keep_baseline: bool = True) -> GetSplitter:
     """The explanation-guided repair over `search.registry.EXPLAINERS` entry `explainer` (the
-    factory the registry's explanation-guided repairs name).
+    factory the registry's explanation-guided repairs name). The explainer is made when the
+    repair is first used (`DeferredExplainer`), so that creating the repair, as a run does
+    before checking its other inputs, imports neither torch nor torch_geometric.
 
     Raises:
         InputError: unknown explainer.
     """
-    return GetSplitter(EXPLAINERS.create(explainer), max_edges, keep_baseline)
+    return GetSplitter(DeferredExplainer(EXPLAINERS.get(explainer).name), max_edges,
+                       keep_baseline)
+
+
+@dataclass
+class DeferredExplainer:
+    """The `search.registry.EXPLAINERS` entry `name`, made on first use: the GNN and the
+    explainers (torch, torch_geometric) load when a run asks the repair whether it supports its
+    dataflow or to explain a group, not when the repair is created."""
+
+    name: str
+    _made: Explainer | None = field(default=None, repr=False)
+
+    def made(self) -> Explainer:
+        """The explainer (made now, once)."""
+        if self._made is None:
+            self._made = EXPLAINERS.create(self.name)
+        return self._made
+
+    def supports(self, scheme: Scheme) -> bool:
+        """What the explainer supports."""
+        return self.made().supports(scheme)
+
+    def explain(self, graph: ComputeGraph, ops: Group, cache: CostCache,
+                rng: np.random.Generator) -> list[Edge]:
+        """The explainer's ranking of the group's edges."""
+        return self.made().explain(graph, ops, cache, rng)
 
 
 def _dram(cache: CostCache, groups: Sequence[Group]) -> int:

@@ -5,6 +5,12 @@ table (for people) or JSON/CSV (for scripts). Bad input of any kind ends with on
 and exit status 2; nothing is printed half-way. The options are declared in ``cli.toml``
 (`fusion_dse.cli_args` builds the parser); this module attaches each subcommand's code, runs the
 small ones (models, inspect, evaluate, simulate, explain) and owns `main`.
+
+Answering at once: building the parser, ``--help``, ``--version``, ``models`` and the checks of
+every input run before torch, pandas, pymoo, dask, torch_geometric or matplotlib are imported
+(each subcommand imports what it computes with only once its inputs are checked; ``models``
+reads the zoo catalog, `simulator.workload.zoo_catalog`). A test holds this
+(tests/fusion_dse/test_cli_startup.py).
 """
 
 from __future__ import annotations
@@ -15,7 +21,7 @@ import sys
 import warnings
 from collections.abc import Callable, Sequence
 
-from fusion_dse import cli_args, reports
+from fusion_dse import cli_args
 from fusion_dse.cli_args import DEFAULT_OUT_ROOT, EXIT_USAGE, hw_overrides, model_and_shape
 from fusion_dse.outputs import atomic_file, check_out_file, plot_formats
 from search.registry import (
@@ -36,6 +42,7 @@ EXIT_INTERRUPTED = 130
 
 
 def _run_evaluate(args: argparse.Namespace) -> str:
+    from fusion_dse import reports
     from fusion_dse.api import evaluate
 
     model, shape = model_and_shape(args)
@@ -48,6 +55,7 @@ def _run_evaluate(args: argparse.Namespace) -> str:
 
 
 def _run_simulate(args: argparse.Namespace) -> str:
+    from fusion_dse import reports
     from fusion_dse.api import simulate
 
     if args.plot:
@@ -115,6 +123,7 @@ def _run_explain(args: argparse.Namespace) -> str:
 
 
 def _run_rewrite(args: argparse.Namespace) -> str:
+    from fusion_dse import reports
     from fusion_dse.api import resolve_hw
     from search.substitution.stages import parse_stages, run_stages
     from simulator.workload.loader import load
@@ -145,7 +154,6 @@ def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``fusion-dse`` (declared in ``fusion_dse/cli.toml``)."""
     from fusion_dse import cli_gnn, cli_optimize
     from fusion_dse.sweep import cli as sweep_cli
-    from fusion_dse.sweep.plots import KINDS
 
     runs = {"models": _run_models, "inspect": _run_inspect, "evaluate": _run_evaluate,
             "simulate": _run_simulate, "explain": _run_explain, "rewrite": _run_rewrite,
@@ -159,7 +167,7 @@ def build_parser() -> argparse.ArgumentParser:
         "explainers": EXPLAINERS.names(), "explainer_help": EXPLAINERS.help_text(),
         "trainable_explainers": trainable,
         "trainable_help": ", ".join(f"{n}: {EXPLAINERS.get(n).help}" for n in trainable),
-        "plot_kinds": tuple(KINDS), "out_root": DEFAULT_OUT_ROOT,
+        "plot_kinds": sweep_cli.PLOT_KINDS, "out_root": DEFAULT_OUT_ROOT,
         "store_dir": str(sweep_cli.DEFAULT_STORE_DIR),
         "default_stages": DEFAULT_STAGES, "substitutions": SUBSTITUTIONS,
     }
@@ -167,13 +175,17 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _run_models(args: argparse.Namespace) -> str:
+    from fusion_dse import reports
+
     if args.dtype_bytes <= 0:
         raise InputError(f"--dtype-bytes must be positive, got {args.dtype_bytes}")
-    table = reports.zoo_table(args.dtype_bytes, progress=sys.stderr.isatty())
-    return reports.render(table, args.format, json_doc=reports.zoo_json(table, args.dtype_bytes))
+    rows = reports.zoo_rows(args.dtype_bytes)
+    return reports.render_rows(rows, args.format,
+                               json_doc=reports.zoo_json(rows, args.dtype_bytes))
 
 
 def _run_inspect(args: argparse.Namespace) -> str:
+    from fusion_dse import reports
     from simulator.workload.loader import load
 
     with warnings.catch_warnings(record=True) as caught:

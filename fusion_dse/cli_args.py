@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import importlib.resources
 import re
+import sys
 import tomllib
 from collections.abc import Callable, Iterator, Mapping
 from functools import cache
@@ -22,7 +23,8 @@ from typing import Any
 from simulator.errors import InputError
 
 __all__ = ["DEFAULT_OUT_ROOT", "EXIT_USAGE", "Parser", "build_parser", "hw_overrides",
-           "cap", "model_and_shape", "option_dests", "surface", "time_limit"]
+           "cap", "installed_version", "model_and_shape", "option_dests", "surface",
+           "time_limit"]
 
 DEFAULT_OUT_ROOT = "fusion-dse-out"
 """Folder, relative to the working directory, under which results are written by default."""
@@ -72,6 +74,36 @@ def cap(text: str) -> int | None:
 _TYPES: dict[str, Callable[[str], Any]] = {"int": int, "time_limit": time_limit, "cap": cap}
 
 
+def installed_version() -> str:
+    """The version of the installed ``fusion-dse`` distribution (`importlib.metadata`); the
+    package's ``__version__`` when it runs from a source tree that is not installed."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("fusion-dse")
+    except PackageNotFoundError:
+        from fusion_dse import __version__
+
+        return __version__
+
+
+class _Version(argparse.Action):
+    """``--version``: print ``PROG VERSION`` and exit 0; the version is read only when asked
+    (`installed_version`), not each time the parser is built."""
+
+    def __init__(self, option_strings: list[str], dest: str = argparse.SUPPRESS,
+                 default: Any = argparse.SUPPRESS, help: str | None = None) -> None:
+        super().__init__(option_strings, dest=dest, default=default, nargs=0, help=help)
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: str | None = None) -> None:
+        parser._print_message(f"{parser.prog} {installed_version()}\n", sys.stdout)
+        parser.exit()
+
+
+_ACTIONS: dict[str, type[argparse.Action]] = {"installed-version": _Version}
+
+
 @cache
 def surface() -> Mapping[str, Any]:
     """The parsed ``fusion_dse/cli.toml`` (package data, read once)."""
@@ -92,6 +124,8 @@ def build_parser(runs: Mapping[str, Run], values: Mapping[str, Any]) -> Parser:
     """
     spec = surface()
     parser = Parser(prog=spec["prog"], description=spec["description"])
+    for option, variables in _expand(spec.get("options", []), {}):
+        _add_option(parser, {}, option, {**values, **variables})
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND",
                                 parser_class=Parser)
     for name, command in spec["commands"].items():
@@ -139,6 +173,8 @@ def _add_option(p: argparse.ArgumentParser, groups: dict[str, argparse._Argument
             kwargs[key.removesuffix("_from")] = values[value]
         elif key == "type":
             kwargs["type"] = _TYPES[value]
+        elif key == "action" and value in _ACTIONS:
+            kwargs["action"] = _ACTIONS[value]
         elif key == "hidden":
             kwargs["help"] = argparse.SUPPRESS
         elif key not in ("flags", "name", "group"):

@@ -35,12 +35,13 @@ def run_train_explainer(args: argparse.Namespace) -> str:
     if args.held_out_per_network < 0:
         raise InputError(f"--held-out-per-network must be >= 0, got {args.held_out_per_network}")
     from explain.checkpoint import GRAPH_STAGE_SUFFIX
-    from explain.pretrain import pretrain_explainer
 
     suffix = GRAPH_STAGE_SUFFIX[args.graph_stages]
     out = check_out_file(args.out or Path(DEFAULT_OUT_ROOT)
                          / f"{args.explainer}-{args.scheme}{suffix}.pt",
                          "--out", create_parent=True)
+    from explain.pretrain import pretrain_explainer  # torch: once the arguments are checked
+
     log = logging.getLogger("explain")
     handler = logging.StreamHandler(sys.stderr)  # one line per epoch (loss or reward; time)
     handler.setFormatter(logging.Formatter("fusion-dse: %(message)s"))
@@ -72,12 +73,12 @@ def run_train_explainer(args: argparse.Namespace) -> str:
 
 def parse_group_counts(text: str | None, scheme: str) -> dict[str, int] | None:
     """``--samples-per-network``: None, one count for every network, or NAME=N pairs."""
-    from explain.dataset import DEFAULT_GROUPS
-
     if text is None:
         return None
     text = text.strip()
     if text.isdigit():
+        from explain.dataset import DEFAULT_GROUPS  # torch
+
         return dict.fromkeys(DEFAULT_GROUPS[scheme], int(text))
     counts: dict[str, int] = {}
     for item in text.split(","):
@@ -96,10 +97,6 @@ def _positive(value: int | None, flag: str) -> None:
 
 def run_train_gnn(args: argparse.Namespace) -> str:
     """Run the training pipeline and return the report text."""
-    from explain.dataset import HELD_OUT_GROUPS
-    from explain.pipeline import train_gnn
-    from explain.train import DEFAULT_EPOCHS, DEFAULT_THREADS
-
     for value, flag in ((args.epochs, "--epochs"), (args.held_out_groups, "--held-out-groups"),
                         (args.threads, "--threads")):
         _positive(value, flag)
@@ -108,10 +105,15 @@ def run_train_gnn(args: argparse.Namespace) -> str:
     stages = args.graph_stages
     out = check_out_dir(args.out or Path(DEFAULT_OUT_ROOT)
                         / f"gnn-{args.scheme}{GRAPH_STAGE_SUFFIX[stages]}", "--out")
+    groups = parse_group_counts(args.samples_per_network, args.scheme)
+    from explain.dataset import HELD_OUT_GROUPS  # torch, pandas: once the arguments are checked
+    from explain.pipeline import train_gnn
+    from explain.train import DEFAULT_EPOCHS, DEFAULT_THREADS
+
     try:
         result = train_gnn(
             args.scheme, out, epochs=args.epochs or DEFAULT_EPOCHS, seed=args.seed,
-            groups=parse_group_counts(args.samples_per_network, args.scheme),
+            groups=groups,
             held_out_groups=args.held_out_groups or HELD_OUT_GROUPS,
             threads=args.threads or DEFAULT_THREADS, hw=load_hw(DEFAULT_PRESET),
             progress=not args.quiet and sys.stderr.isatty(), graph_stages=stages)

@@ -15,11 +15,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import pandas as pd
-
 from fusion_dse.cli_args import DEFAULT_OUT_ROOT, hw_overrides, model_and_shape
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from search.result import CacheRate, SearchSummary
 
 __all__ = ["DEFAULT_OUT_ROOT", "RUNS", "default_out_dir", "run_optimize", "summary_text"]
@@ -156,6 +156,8 @@ def _optimum_line(s: SearchSummary) -> str:
 
 
 def _reference_table(s: SearchSummary) -> pd.DataFrame:
+    import pandas as pd
+
     best = s.best
     rows = [("search: " + s.search, best["dram_bytes"], best["dram_bytes_fuseable"],
              best["mbu_bytes"])]

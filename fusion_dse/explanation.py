@@ -22,7 +22,7 @@ from simulator.cost import CostCache, GroupCost
 from simulator.errors import InputError
 from simulator.hw import DEFAULT_PRESET, HardwareConfig
 from simulator.workload.graph import ComputeGraph
-from simulator.workload.loader import load
+from simulator.workload.loader import check_spec, load
 
 __all__ = ["GroupExplanation", "explain_group", "explanation_text", "parse_group", "write_plot"]
 
@@ -131,8 +131,10 @@ def explain_group(model: str | ComputeGraph, group: str, hw: str | HardwareConfi
     """
     from search.registry import EXPLAINERS
 
-    graph = model if isinstance(model, ComputeGraph) else load(model)
+    if not isinstance(model, ComputeGraph):
+        check_spec(model)  # the model's name, then the hardware, before it is built
     config = resolve_hw(hw, overrides)
+    graph = model if isinstance(model, ComputeGraph) else load(model)
     ops = parse_group(graph, group)
     cache = CostCache(graph, config, scheme)
     expl = EXPLAINERS.create(explainer) if isinstance(explainer, str) else explainer

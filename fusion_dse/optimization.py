@@ -18,13 +18,10 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
-
-from matplotlib.figure import Figure
+from typing import TYPE_CHECKING, Any
 
 from fusion_dse.outputs import atomic_dir
 from fusion_dse.pipeline import DEFAULT_EXACT_TIME_LIMIT, RunSpec, exact_caps, run_pipeline
-from fusion_dse.plots import budget_figure, pareto_figure
 from search.exact.solver import DEFAULT_CAPS
 from search.result import SearchResult
 from search.substitution.stages import DEFAULT_STAGES
@@ -32,6 +29,9 @@ from simulator.errors import InputError
 from simulator.hw import HardwareConfig
 from simulator.scheme import Scheme
 from simulator.workload.graph import ComputeGraph
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 __all__ = ["optimize", "plan_document", "write_outputs"]
 
@@ -170,6 +170,8 @@ def write_outputs(result: SearchResult, out_dir: str | Path,
 
 
 def _write_all(result: SearchResult, out: Path) -> dict[str, Path]:
+    from fusion_dse.plots import budget_figure, pareto_figure  # matplotlib: once there is a plan
+
     files = {
         "plan.json": _write_text(out / "plan.json",
                                  json.dumps(plan_document(result), indent=2)),

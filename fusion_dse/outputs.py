@@ -24,14 +24,32 @@ from pathlib import Path
 from simulator import limits
 from simulator.errors import InputError
 
-__all__ = ["atomic_dir", "atomic_file", "check_out_dir", "check_out_file", "plot_formats"]
+__all__ = ["FIGURE_SUFFIXES", "PLOT_FORMATS", "atomic_dir", "atomic_file", "check_figure_file",
+           "check_out_dir", "check_out_file", "plot_formats"]
+
+PLOT_FORMATS = ("avif", "eps", "gif", "jpeg", "jpg", "pdf", "pgf", "png", "ps", "raw", "rgba",
+                "svg", "svgz", "tif", "tiff", "webp")
+"""File suffixes matplotlib can write, named here so that a path is checked before matplotlib
+is imported (a test holds them equal to matplotlib's ``get_supported_filetypes``)."""
+FIGURE_SUFFIXES = (".png", ".svg", ".pdf")
+"""The figure files ``fusion-dse plot`` and ``compare`` write (`check_figure_file`)."""
 
 
 def plot_formats() -> tuple[str, ...]:
-    """File suffixes matplotlib can write (png, pdf, svg, ...)."""
-    from matplotlib.backend_bases import FigureCanvasBase
+    """File suffixes matplotlib can write (png, pdf, svg, ...): `PLOT_FORMATS`."""
+    return PLOT_FORMATS
 
-    return tuple(sorted(FigureCanvasBase.get_supported_filetypes()))
+
+def check_figure_file(path: str | os.PathLike[str]) -> Path:
+    """`path` if it names a figure file of `FIGURE_SUFFIXES` (``--out`` of plot and compare).
+
+    Raises:
+        InputError: another suffix.
+    """
+    out = Path(path)
+    if out.suffix.lower() not in FIGURE_SUFFIXES:
+        raise InputError(f"--out {str(out)!r}: use a .png, .svg or .pdf file")
+    return out
 
 
 def _check_name(path: Path, flag: str) -> None:

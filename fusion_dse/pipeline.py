@@ -38,19 +38,16 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 from tqdm import tqdm
 
 from fusion_dse.api import resolve_hw
-from search.algorithms.base import SearchAlgorithm
 from search.baselines import Baseline, reference_baselines
 from search.budget import SearchState, Termination, as_termination
-from search.driver import ProgressFn, run_search
 from search.exact.solver import DEFAULT_CAPS, ExactCaps, ExactResult, optimum
-from search.problem import SearchProblem
+from search.problem import SearchProblem, problem_settings
 from search.registry import DEFAULT_EXACT_TIME_LIMIT, REPAIRS, SEARCHES
 from search.result import Optimum, SearchResult
 from search.splitter import Splitter
@@ -61,7 +58,13 @@ from simulator.hw import HardwareConfig
 from simulator.plan import PartitionPlan
 from simulator.scheme import Scheme
 from simulator.workload.graph import ComputeGraph
-from simulator.workload.loader import load
+from simulator.workload.loader import check_spec, load
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from search.algorithms.base import SearchAlgorithm
+    from search.driver import ProgressFn
 
 __all__ = ["DEFAULT_EXACT_TIME_LIMIT", "GRAPH_STAGES", "GraphStage", "RunSpec",
            "baselines_stage", "exact_caps", "graph_stages", "incumbent_stage", "load_stage",
@@ -140,10 +143,14 @@ class RunSpec:
 
 
 def load_stage(spec: RunSpec) -> tuple[ComputeGraph, HardwareConfig]:
-    """The network and the hardware configuration of `spec`."""
-    graph = spec.model if isinstance(spec.model, ComputeGraph) \
-        else load(spec.model, spec.input_shape)
-    return graph, resolve_hw(spec.hw, spec.overrides)
+    """The network and the hardware configuration of `spec`: the model's name (or file) is
+    checked, then the hardware, before the network is built (`simulator.workload.loader.
+    check_spec`), so that a bad hardware is refused at once."""
+    if isinstance(spec.model, ComputeGraph):
+        return spec.model, resolve_hw(spec.hw, spec.overrides)
+    check_spec(spec.model, spec.input_shape)
+    hw = resolve_hw(spec.hw, spec.overrides)
+    return load(spec.model, spec.input_shape), hw
 
 
 def graph_stages(graph: ComputeGraph,
@@ -176,6 +183,16 @@ def search_stage(problem: SearchProblem, algorithm: SearchAlgorithm, termination
     with _progress_bar(progress, termination, label) as callback:
         return run_search(problem, algorithm, termination, np.random.default_rng(seed),
                           callback, cache)
+
+
+def run_search(problem: SearchProblem, algorithm: SearchAlgorithm, termination: Termination,
+               rng: np.random.Generator, progress: ProgressFn | None,
+               cache: CostCache) -> SearchResult:
+    """`search.driver.run_search`, imported when a search runs (it brings pandas), so that a
+    run's inputs are all checked first."""
+    from search.driver import run_search as run
+
+    return run(problem, algorithm, termination, rng, progress, cache)
 
 
 def baselines_stage(problem: SearchProblem,
@@ -254,6 +271,8 @@ def _with_incumbent(result: SearchResult, problem: SearchProblem, cache: CostCac
     plan written."""
     if result.pareto is None:
         return result.pareto, result.front
+    import pandas as pd
+
     from search.result import OBJECTIVE_COLUMNS
 
     totals = plan_totals(cache.run(g.ops) for g in plan.groups)  # as `PlanScore` reads them
@@ -293,8 +312,8 @@ def run_pipeline(spec: RunSpec, progress: bool | ProgressFn = False,
     baselines, report.
 
     Raises:
-        InputError: bad input of any kind (names, seed and budget before the network is
-            loaded).
+        InputError: bad input of any kind (names, seed, budget, dataflow, objectives, the
+            model's name and the hardware before the network is loaded).
     """
     seed, termination = _check_seed(spec.seed), as_termination(spec.budget)
     time_limit = _check_time_limit(spec.exact_time_limit)
@@ -305,6 +324,7 @@ def run_pipeline(spec: RunSpec, progress: bool | ProgressFn = False,
     search = SEARCHES.get(spec.search)
     splitter = REPAIRS.create(spec.repair, **spec.repair_options())
     parse_stages(spec.graph_stages)
+    problem_settings(spec.scheme, spec.objectives)
     graph, hw = load_stage(spec)
     staged = rewrite_stage(spec, graph, hw)
     problem = problem_stage(spec, graph_stages(staged.graph, stages), hw, splitter)

@@ -1,66 +1,97 @@
-"""Tables and documents the CLI prints: built as pandas DataFrames, rendered as text/JSON/CSV."""
+"""Tables and documents the CLI prints: built as pandas DataFrames, rendered as text/JSON/CSV.
+
+The zoo listing (`zoo_rows`, ``fusion-dse models``) is the exception: it is rendered from the
+zoo catalog without pandas or torch, in the layout pandas gives the other tables.
+"""
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import math
-from typing import Any
-
-import pandas as pd
-from tqdm import tqdm
+from typing import TYPE_CHECKING, Any
 
 from simulator.workload.graph import ComputeGraph, OpKind
 
-__all__ = ["op_table", "render", "zoo_json", "zoo_row", "zoo_table"]
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = ["op_table", "render", "render_rows", "zoo_json", "zoo_rows"]
 
 MODELS_FORMAT = "fusion-dse.models"
+_PLAIN_INTS = ("id", "ops", "convs", "group")
+"""Integer columns printed without thousands separators."""
 
 
-def zoo_row(name: str, dtype_bytes: int = 1) -> dict[str, Any]:
-    """Size and cost figures of one zoo network (the `fusion-dse models` row)."""
-    from simulator.workload.loader import load_zoo, zoo_module  # torch: only when needed
-    from simulator.workload.zoo import ZOO
+def zoo_rows(dtype_bytes: int = 1) -> list[dict[str, Any]]:
+    """Size and cost figures of every zoo network (the `fusion-dse models` rows), from the zoo
+    catalog (`simulator.workload.zoo_catalog`: measured once, read without torch)."""
+    from simulator.workload.zoo_catalog import catalog
 
-    graph = load_zoo(name)
-    params = sum(p.numel() for p in zoo_module(name).parameters())
-    return {
-        "name": name,
-        "kind": ZOO[name].kind,
-        "family": ZOO[name].family,
-        "input_shape": "x".join(str(d) for d in graph.input_shapes[0]),
-        "ops": len(graph),
-        "convs": graph.count(OpKind.CONV, OpKind.DWCONV),
-        "params": params,
-        "weights": graph.total_weights,
-        "macs": graph.total_macs,
-        "activation_bytes": graph.activation_elems * dtype_bytes,
-    }
+    return [{
+        "name": f.name,
+        "kind": f.kind,
+        "family": f.family,
+        "input_shape": "x".join(str(d) for d in f.input_shape),
+        "ops": f.ops,
+        "convs": f.convs,
+        "params": f.params,
+        "weights": f.weights,
+        "macs": f.macs,
+        "activation_bytes": f.activation_elems * dtype_bytes,
+    } for f in catalog().values()]
 
 
-def zoo_table(dtype_bytes: int = 1, progress: bool = False) -> pd.DataFrame:
-    """One row per zoo network (see `zoo_row`)."""
-    from simulator.workload.zoo import ZOO
-
-    names = list(ZOO)
-    rows = [zoo_row(n, dtype_bytes)
-            for n in tqdm(names, desc="importing zoo", disable=not progress, leave=False)]
-    return pd.DataFrame(rows)
-
-
-def zoo_json(table: pd.DataFrame, dtype_bytes: int) -> dict[str, Any]:
+def zoo_json(rows: list[dict[str, Any]], dtype_bytes: int) -> dict[str, Any]:
     """The `fusion-dse models --format json` document."""
-    models = []
-    for row in table.to_dict(orient="records"):
-        row = {k: (int(v) if isinstance(v, (int, float)) and k != "name" else v)
-               for k, v in row.items()}
-        row["input_shape"] = [int(d) for d in str(row["input_shape"]).split("x")]
-        models.append(row)
+    models = [{**row, "input_shape": [int(d) for d in str(row["input_shape"]).split("x")]}
+              for row in rows]
     return {"format": MODELS_FORMAT, "version": 1, "dtype_bytes": dtype_bytes,
             "models": models}
 
 
+def render_rows(rows: list[dict[str, Any]], fmt: str, json_doc: Any = None) -> str:
+    """`render` for rows of plain values (every row with the same keys), without pandas: the
+    same text, CSV and JSON as `render` gives their DataFrame."""
+    if fmt == "json":
+        return json.dumps(json_doc if json_doc is not None else rows, indent=2)
+    columns = list(rows[0]) if rows else []
+    if fmt == "csv":
+        buffer = io.StringIO()
+        writer = csv.writer(buffer, lineterminator="\n")
+        writer.writerow(columns)
+        writer.writerows([row[c] for c in columns] for row in rows)
+        return buffer.getvalue()
+    numeric = [bool(rows) and all(_is_int(row[c]) for row in rows) and c in _PLAIN_INTS
+               for c in columns]
+    head = [f" {c}" if num else c for c, num in zip(columns, numeric, strict=True)]
+    cells = [[_cell(c, row[c], num) for c, num in zip(columns, numeric, strict=True)]
+             for row in rows]
+    widths = [max([len(h), *(len(line[k]) for line in cells)]) for k, h in enumerate(head)]
+    return "\n".join(" ".join(v.rjust(w) for v, w in zip(line, widths, strict=True))
+                     for line in [head, *cells])
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _cell(column: str, value: Any, numeric: bool) -> str:
+    """A value as pandas' ``to_string`` shows it after `_text`: thousands separators for an
+    integer column (a string column then); a column left numeric (`_PLAIN_INTS`) gets its
+    sign's space, as pandas gives numbers and their header."""
+    if numeric:
+        return f"{value: d}"
+    if _is_int(value):
+        return _thousands(value)
+    return str(value)
+
+
 def op_table(graph: ComputeGraph) -> pd.DataFrame:
     """The per-op table of `fusion-dse inspect`."""
+    import pandas as pd
+
     rows = []
     for op in graph:
         rows.append({
@@ -152,6 +183,8 @@ def _graph_lines(record: Any) -> list[str]:
 
 def group_table(result: Any) -> pd.DataFrame:
     """One row per group: ops, F_beta, F_D and whether it runs."""
+    import pandas as pd
+
     rows = []
     for k, g in enumerate(result.cost.groups):
         names = [result.graph[o].name for o in g.ops]
@@ -170,6 +203,8 @@ def group_table(result: Any) -> pd.DataFrame:
 
 def simulation_text(result: Any) -> str:
     """Totals and the per-group table of `fusion-dse simulate`."""
+    import pandas as pd
+
     rep, ev = result.report, result.evaluation
     hw, cost = ev.hw, ev.cost
     lines = [
@@ -216,9 +251,11 @@ def render(table: pd.DataFrame, fmt: str, json_doc: Any = None) -> str:
 
 
 def _text(table: pd.DataFrame) -> str:
+    import pandas as pd
+
     shown = table.copy()
     for col in shown.columns:
-        if pd.api.types.is_integer_dtype(shown[col]) and col not in ("id", "ops", "convs", "group"):
+        if pd.api.types.is_integer_dtype(shown[col]) and col not in _PLAIN_INTS:
             shown[col] = shown[col].map(_thousands)
     return shown.to_string(index=False)
 

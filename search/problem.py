@@ -31,7 +31,8 @@ from simulator.workload.graph import ComputeGraph
 if TYPE_CHECKING:
     from simulator.hw import HardwareConfig
 
-__all__ = ["OBJECTIVES", "PlanScore", "SearchContext", "SearchProblem", "parse_objectives"]
+__all__ = ["OBJECTIVES", "PlanScore", "SearchContext", "SearchProblem", "parse_objectives",
+           "problem_settings"]
 
 OBJECTIVES: dict[str, str] = {
     "dram": "DRAM traffic of the whole network, bytes (F_D summed over groups)",
@@ -59,6 +60,22 @@ def parse_objectives(objectives: str | Sequence[str]) -> tuple[str, ...]:
     return tuple(names)
 
 
+def problem_settings(scheme: str | Scheme, objectives: str | Sequence[str],
+                     ) -> tuple[Scheme, tuple[str, ...]]:
+    """The dataflow and objectives of a `SearchProblem`, checked as it checks them (callers
+    check them before loading the network).
+
+    Raises:
+        InputError: an unknown or unsearchable scheme (layer by layer), or bad objectives.
+    """
+    parsed = Scheme.parse(scheme)
+    if not parsed.searchable:
+        choices = " or ".join(f"'{s}'" for s in FUSED_SCHEMES)
+        raise InputError(f"scheme '{parsed}' runs every op alone: there is nothing to "
+                         f"search; choose {choices}")
+    return parsed, parse_objectives(objectives)
+
+
 @dataclass(frozen=True)
 class SearchProblem:
     """One optimisation: minimise `objectives` over valid plans of `graph` on `hw`.
@@ -78,13 +95,9 @@ class SearchProblem:
     splitter: Splitter = field(default_factory=RandomSplitter)
 
     def __post_init__(self) -> None:
-        scheme = Scheme.parse(self.scheme)
-        if not scheme.searchable:
-            choices = " or ".join(f"'{s}'" for s in FUSED_SCHEMES)
-            raise InputError(f"scheme '{scheme}' runs every op alone: there is nothing to "
-                             f"search; choose {choices}")
+        scheme, objectives = problem_settings(self.scheme, self.objectives)
         object.__setattr__(self, "scheme", scheme)
-        object.__setattr__(self, "objectives", parse_objectives(self.objectives))
+        object.__setattr__(self, "objectives", objectives)
         if not self.splitter.supports(scheme):
             raise InputError(f"repair {self.splitter.name!r} does not support scheme "
                              f"'{scheme}'")

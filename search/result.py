@@ -27,13 +27,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-import pandas as pd
-
 from simulator.cost import PlanCost
 from simulator.plan import PartitionPlan
 from simulator.workload.graph import ComputeGraph
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from search.baselines import Baseline
     from simulator.hw import HardwareConfig
 
@@ -53,6 +53,8 @@ OBJECTIVE_COLUMNS = {"dram": "dram_bytes", "mbu": "fused_mbu_bytes", "cycles": "
 
 def empty_history() -> pd.DataFrame:
     """A history with no rows and the stable columns."""
+    import pandas as pd
+
     return pd.DataFrame({c: pd.Series(dtype="bool" if c == "valid" else "int64")
                          for c in HISTORY_COLUMNS})
 

@@ -13,15 +13,20 @@ import argparse
 import re
 import sys
 from pathlib import Path
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from fusion_dse.cli_args import DEFAULT_OUT_ROOT, option_dests
 from simulator.errors import InputError
 
-__all__ = ["DEFAULT_STORE_DIR", "RUNS", "compare_table", "default_store"]
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = ["DEFAULT_STORE_DIR", "PLOT_KINDS", "RUNS", "compare_table", "default_store"]
 
 DEFAULT_STORE_DIR = Path(DEFAULT_OUT_ROOT) / "sweeps"
+PLOT_KINDS = ("tradeoff", "budget", "pareto", "compare")
+"""The figure kinds of ``fusion-dse plot``: the keys of `fusion_dse.sweep.plots.KINDS`, named
+here so that the parser is built without matplotlib (a test holds the two equal)."""
 
 
 def default_store(name: str) -> Path:
@@ -102,6 +107,8 @@ def _duration(seconds: float) -> str:
 def _report_failures(store: Path, failed: int) -> None:
     if not failed:
         return
+    import pandas as pd
+
     from fusion_dse.sweep import load_sweep
 
     frame = load_sweep(store)
@@ -132,13 +139,16 @@ def _run_export(args: argparse.Namespace) -> str:
 
 
 def _run_plot(args: argparse.Namespace) -> str:
+    from fusion_dse.outputs import check_figure_file
     from fusion_dse.sweep import load_sweep
-    from fusion_dse.sweep.plots import KINDS, save_figure
 
-    frame = load_sweep(args.store, blobs=args.kind in ("budget", "pareto"))
-    fig, _ = KINDS[args.kind](frame)
     store = Path(args.store)
-    out = Path(args.out) if args.out else store.with_name(f"{store.stem}-{args.kind}.png")
+    out = check_figure_file(args.out) if args.out \
+        else store.with_name(f"{store.stem}-{args.kind}.png")
+    frame = load_sweep(args.store, blobs=args.kind in ("budget", "pareto"))
+    from fusion_dse.sweep.plots import KINDS, save_figure  # matplotlib: once the store is read
+
+    fig, _ = KINDS[args.kind](frame)
     return f"{args.kind} figure written to {save_figure(fig, out)}"
 
 
@@ -146,14 +156,16 @@ def _run_plot(args: argparse.Namespace) -> str:
 
 
 def _run_compare(args: argparse.Namespace) -> str:
+    from fusion_dse.outputs import check_figure_file
     from fusion_dse.sweep import load_sweep
     from fusion_dse.sweep.engine import run_sweep
-    from fusion_dse.sweep.plots import save_figure, tradeoff_figure
     from fusion_dse.sweep.spec import SweepSpec, expand
     from fusion_dse.sweep.store import point_key
 
     if args.workers is not None and args.workers <= 0:
         raise InputError(f"--workers must be positive, got {args.workers}")
+    if args.out:
+        check_figure_file(args.out)
     name = "compare-" + re.sub(r"[^A-Za-z0-9_@]+", "-", Path(args.model).stem).strip("-")
     spec = SweepSpec(name=name, axes={
         "model": [args.model], "hw": [args.hw], "buffer": args.buffers,
@@ -168,12 +180,16 @@ def _run_compare(args: argparse.Namespace) -> str:
     frame = load_sweep(store)
     frame = frame[frame["key"].isin(keys)]
     out = Path(args.out) if args.out else store.with_name(f"{name}-tradeoff.png")
+    from fusion_dse.sweep.plots import save_figure, tradeoff_figure  # matplotlib: at the end
+
     written = save_figure(tradeoff_figure(frame)[0], out)
     return f"{compare_table(frame)}\n\ntrade-off plot written to {written}"
 
 
 def compare_table(frame: pd.DataFrame) -> str:
     """Per buffer and scheme, the best point's DRAM, MBU, cycles and energy; best DRAM '*'."""
+    import pandas as pd
+
     done = frame[frame["status"] == "done"]
     if done.empty:
         raise InputError("no point of the comparison finished")

@@ -209,9 +209,9 @@ def run_sweep(points: Sequence[Point], store_path: str | Path, name: str,
     Raises:
         InputError: bad points (nothing is started), an unusable store or scheduler.
     """
+    validate_points(points)  # before the store or a cluster exists (or dask is imported)
     from distributed import as_completed
 
-    validate_points(points)  # before the store or a cluster exists
     with SweepStore(store_path) as store:
         plan = plan_sweep(points, store, retry_failed)
         started = time.perf_counter()

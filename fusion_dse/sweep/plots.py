@@ -18,6 +18,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 
+from fusion_dse.outputs import check_figure_file
 from simulator.errors import InputError
 from simulator.hw import format_size
 
@@ -298,7 +299,6 @@ KINDS: dict[str, Callable[[pd.DataFrame], tuple[Figure, object]]] = {
 }
 """The plot kinds of ``fusion-dse plot``."""
 
-_FORMATS = {".png", ".svg", ".pdf"}
 
 
 def save_figure(fig: Figure, path: str | Path) -> Path:
@@ -307,9 +307,7 @@ def save_figure(fig: Figure, path: str | Path) -> Path:
     Raises:
         InputError: another extension, or the file cannot be written.
     """
-    out = Path(path)
-    if out.suffix.lower() not in _FORMATS:
-        raise InputError(f"--out {str(out)!r}: use a .png, .svg or .pdf file")
+    out = check_figure_file(path)
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
         fig.savefig(out, dpi=200)

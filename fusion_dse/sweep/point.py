@@ -78,7 +78,7 @@ def model_graph(point: Point) -> str | ComputeGraph:
     if point.input_shape is None or "@" in point.model \
             or point.model.lower().endswith(".json"):
         return point.model
-    from simulator.workload.torch_import import check_input_shape
+    from simulator.workload.input_shape import check_input_shape
 
     try:
         dims = check_input_shape(point.input_shape)

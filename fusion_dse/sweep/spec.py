@@ -388,9 +388,9 @@ def _model_problem(model: str) -> str | None:
         except (ImportError, ValueError):
             found = False
         return None if found and attr else f"model {model!r}: cannot find module {module!r}"
-    from simulator.workload.zoo import ZOO
+    from simulator.workload.zoo_catalog import catalog
 
-    close = difflib.get_close_matches(base.lower(), list(ZOO), n=1, cutoff=0.6)
+    close = difflib.get_close_matches(base.lower(), list(catalog()), n=1, cutoff=0.6)
     hint = f" (did you mean {close[0]!r}?)" if close else " (fusion-dse models lists the zoo)"
     return f"unknown model {model!r}{hint}"
 

@@ -3,6 +3,10 @@
 `load` accepts a zoo name (optionally with a resolution, ``resnet50@320``), a path to an ``.onnx``
 model, a path to a graph ``.json`` written by `ComputeGraph.to_json`, or ``module:callable``
 naming a factory of an ``nn.Module`` importable from the current directory or Python path.
+
+A spec is resolved and checked before torch is imported: zoo names, resolutions and input
+shapes are checked against the zoo catalog (`simulator.workload.zoo_catalog`, no torch), and
+torch is imported only to build a zoo network or a ``module:callable`` one.
 """
 
 from __future__ import annotations
@@ -22,10 +26,11 @@ from typing import Any
 from simulator import limits
 from simulator.workload.errors import InputShapeError, ModelFileError, UnknownModelError
 from simulator.workload.graph import ComputeGraph
-from simulator.workload.torch_import import check_input_shape, from_torch
-from simulator.workload.zoo import ZOO, ZooEntry
+from simulator.workload.input_shape import check_input_shape
+from simulator.workload.zoo_catalog import catalog, resolution_shape
 
-__all__ = ["import_torchvision", "load", "load_zoo", "resolve_zoo_name", "zoo_module"]
+__all__ = ["check_spec", "import_torchvision", "load", "load_zoo", "resolve_zoo_name",
+           "zoo_module"]
 
 DEFAULT_INPUT_SHAPE = (1, 3, 224, 224)
 _RESOLUTION = re.compile(r"^(?P<name>[^@]+)@(?P<h>\d+)(?:x(?P<w>\d+))?$")
@@ -38,7 +43,7 @@ def _canonical(name: str) -> str:
 def resolve_zoo_name(name: str) -> str | None:
     """The zoo key `name` denotes (case, '-' and '_' ignored), or None."""
     wanted = _canonical(name)
-    return next((k for k in ZOO if _canonical(k) == wanted), None)
+    return next((k for k in catalog() if _canonical(k) == wanted), None)
 
 
 def _split_resolution(spec: str) -> tuple[str, tuple[int, ...] | None]:
@@ -57,6 +62,8 @@ def zoo_module(name: str):  # noqa: ANN201 - returns torch.nn.Module; torch type
     key = resolve_zoo_name(name)
     if key is None:
         raise _unknown(name)
+    from simulator.workload.zoo import ZOO  # torch: only to build it
+
     return ZOO[key].factory()
 
 
@@ -65,13 +72,16 @@ def load_zoo(name: str, input_shape: Sequence[int] | None = None) -> ComputeGrap
     key = resolve_zoo_name(name)
     if key is None:
         raise _unknown(name)
-    shape = tuple(input_shape) if input_shape is not None else ZOO[key].input_shape
+    shape = tuple(input_shape) if input_shape is not None else catalog()[key].input_shape
     return _zoo_graph(key, check_input_shape(shape))
 
 
 @lru_cache(maxsize=32)
 def _zoo_graph(key: str, shape: tuple[int, ...]) -> ComputeGraph:
-    entry: ZooEntry = ZOO[key]
+    from simulator.workload.torch_import import from_torch
+    from simulator.workload.zoo import ZOO
+
+    entry = ZOO[key]
     try:
         module = entry.build(shape)
     except ValueError as err:  # a model built for its input shape: ViT's patches
@@ -94,6 +104,37 @@ def load(spec: str, input_shape: Sequence[int] | str | None = None, *,
     Raises:
         UnknownModelError, ModelFileError, InputShapeError, UnsupportedOpError, GraphError.
     """
+    kind, target, shape = _resolve(spec, input_shape)
+    if kind == "zoo":
+        return load_zoo(target, shape)
+    if kind == "onnx":
+        return _load_onnx(Path(target), shape, allow_opaque)
+    if kind == "json":
+        return _load_json(Path(target))
+    return _load_callable(target, shape, allow_opaque)
+
+
+def check_spec(spec: str, input_shape: Sequence[int] | str | None = None, *,
+               allow_opaque: bool = False) -> None:
+    """Raise what `load` would raise for `spec`, as far as that is known without importing
+    torch or building anything: a name too long, a bad input shape or resolution, a name that
+    is neither a zoo network, a file nor ``module:callable``, a model file that does not exist.
+
+    Callers check a model with it before their other inputs' checks and load it after them,
+    so that every check answers before a network is built (`load` checks the same again).
+
+    Raises:
+        UnknownModelError, ModelFileError, InputShapeError.
+    """
+    kind, target, shape = _resolve(spec, input_shape)
+    if kind in ("onnx", "json") and not Path(target).is_file():
+        load(spec, shape, allow_opaque=allow_opaque)  # raises its file loader's own error
+
+
+def _resolve(spec: str, input_shape: Sequence[int] | str | None,
+             ) -> tuple[str, str, tuple[int, ...] | None]:
+    """(``zoo`` | ``onnx`` | ``json`` | ``callable``, the zoo key, path or reference, the
+    checked input shape) of a spec, without importing torch or reading a file."""
     if any(len(part) > limits.MAX_NAME_CHARS for part in spec.split(os.sep)):
         raise UnknownModelError(f"model {spec[:40]!r}... is a name longer than "
                                 f"{limits.MAX_NAME_CHARS} characters")
@@ -102,20 +143,22 @@ def load(spec: str, input_shape: Sequence[int] | str | None = None, *,
     key = resolve_zoo_name(base)
     if key is not None:
         if resolution is not None:
+            facts = catalog()[key]
             try:
-                shape = ZOO[key].shape_at(resolution, shape)
+                shape = resolution_shape(key, facts.input_shape, facts.resolution_axes,
+                                         resolution, shape)
             except ValueError as err:
                 raise InputShapeError(f"model {spec!r}: {err}") from None
-        return load_zoo(key, shape)
+        return "zoo", key, shape
     if resolution is not None:
         raise _unknown(base)
     path = Path(spec)
     if path.suffix.lower() == ".onnx" or (path.exists() and path.suffix.lower() != ".json"):
-        return _load_onnx(path, shape, allow_opaque)
+        return "onnx", spec, shape
     if path.suffix.lower() == ".json":
-        return _load_json(path)
+        return "json", spec, shape
     if ":" in spec and not path.exists():
-        return _load_callable(spec, shape, allow_opaque)
+        return "callable", spec, shape
     raise _unknown(spec)
 
 
@@ -207,6 +250,8 @@ def _load_callable(spec: str, shape: tuple[int, ...] | None,
         raise UnknownModelError(f"module {module_name!r} has no attribute {attr!r} "
                                 f"(model {spec!r})") from None
     module = _build(factory, spec)
+    from simulator.workload.torch_import import from_torch
+
     return from_torch(module, shape or DEFAULT_INPUT_SHAPE, name=attr,
                       allow_opaque=allow_opaque)
 
@@ -231,7 +276,7 @@ def _build(factory: object, spec: str):  # noqa: ANN202 - torch.nn.Module
 
 
 def _unknown(name: str) -> UnknownModelError:
-    choices = list(ZOO)
+    choices = list(catalog())
     close = difflib.get_close_matches(name.lower(), choices, n=3, cutoff=0.65)
     hint = f"; did you mean {', '.join(close)}?" if close else \
         f"; zoo networks: {', '.join(choices)}"

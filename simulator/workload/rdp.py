@@ -1014,9 +1014,9 @@ def load_symbolic(spec: str, input_shape: str | Sequence[int | str] | None = Non
         return propagate(load(spec), dims)
     key = resolve_zoo_name(base)
     if key is not None:
-        from simulator.workload.zoo import ZOO
+        from simulator.workload.zoo_catalog import catalog
 
-        default: Sequence[int] | None = ZOO[key].input_shape
+        default: Sequence[int] | None = catalog()[key].input_shape
     else:
         default = DEFAULT_INPUT_SHAPE if not onnx_file else None
     shape = reference_shape(dims, default, reference)

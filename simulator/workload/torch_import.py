@@ -27,10 +27,10 @@ import torch.nn.functional as F
 from torch import fx, nn
 from torch.nn.utils.fusion import fuse_conv_bn_eval
 
-from simulator import limits
 from simulator.workload.builder import GraphBuilder
 from simulator.workload.errors import InputShapeError, UnsupportedOpError
 from simulator.workload.graph import ComputeGraph, OpKind
+from simulator.workload.input_shape import check_input_shape
 from simulator.workload.ops import (
     ACTIVATIONS,
     adaptive_window,
@@ -132,19 +132,6 @@ _INSTANCE_NORMS = (nn.InstanceNorm1d, nn.InstanceNorm2d, nn.InstanceNorm3d)
 # Calls replaced by their primitives before conversion (`decompose_attention`).
 _ATTENTION_FUNCS = {F.scaled_dot_product_attention}
 _ATTENTION_MODULES = (nn.MultiheadAttention,)
-
-
-def check_input_shape(shape: Sequence[int] | str) -> tuple[int, ...]:
-    """Parse and validate an input shape such as ``(1, 3, 224, 224)`` or ``"1,3,224,224"``."""
-    text = shape if isinstance(shape, str) else ",".join(str(s) for s in shape)
-    try:
-        dims = tuple(int(s) for s in text.replace("x", ",").split(","))
-    except ValueError:
-        raise InputShapeError(f"input shape {text!r} is not a comma-separated list of "
-                              "integers (expected N,C,H,W such as 1,3,224,224)") from None
-    if not dims or any(d <= 0 for d in dims):
-        raise InputShapeError(f"input shape {text!r} must have positive dimensions")
-    return limits.check_input_size(dims, text, InputShapeError)
 
 
 # torch.nn modules traced into; their forward takes the inference path only with the

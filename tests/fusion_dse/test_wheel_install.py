@@ -1,5 +1,6 @@
 """The built wheel, installed non-editable into a fresh virtual environment, runs
-``fusion-dse optimize`` on the default preset from outside the repository.
+``fusion-dse --version``, ``models`` and ``optimize`` on the default preset from outside the
+repository.
 
 Nothing is downloaded: the wheel is built with ``--no-build-isolation`` (this environment's
 setuptools) and installed with ``--no-deps --no-index`` by this environment's pip (the fresh
@@ -80,6 +81,11 @@ def test_wheel_installs_and_optimizes_on_the_default_preset(tmp_path):
     venv = tmp_path / "venv"
     assert all(Path(p).resolve().is_relative_to(venv.resolve()) for p in where[:3])
     assert "edge-npu" in where[3]
+
+    script = venv / "bin" / "fusion-dse"
+    release = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+    assert run(script, "--version", cwd=elsewhere) == f"fusion-dse {release}\n"
+    assert "resnet152" in run(script, "models", cwd=elsewhere)  # the zoo catalog is package data
 
     out = elsewhere / "run"
     run(venv / "bin" / "fusion-dse", "optimize", "--budget", "50", "--out", out, "--quiet",

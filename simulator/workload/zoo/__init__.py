@@ -25,6 +25,8 @@ from dataclasses import dataclass
 
 from torch import nn
 
+from simulator.workload.zoo_catalog import resolution_shape
+
 from .bert import bert_base
 from .deeplab import deeplabv3_mobilenet_v3_large
 from .efficientnet import efficientnet_b0, efficientnet_b3
@@ -81,26 +83,14 @@ class ZooEntry:
                  base: Sequence[int] | None = None) -> tuple[int, ...]:
         """`base` (default `input_shape`) with the `resolution_axes` set to `resolution`:
         one value for every axis (``resnet50@320``, ``bert_base@512``) or one per axis
-        (``resnet50@320x240``).
+        (``resnet50@320x240``); `simulator.workload.zoo_catalog.resolution_shape`, which
+        answers the same without torch.
 
         Raises:
             ValueError: A resolution of another length, or a base shape without the axes.
         """
-        shape = list(base if base is not None else self.input_shape)
-        values = tuple(resolution)
-        if len(values) == 1:
-            values *= len(self.resolution_axes)
-        if max(self.resolution_axes) >= len(shape):
-            raise ValueError(f"{self.name}@... sets axes {self.resolution_axes} of the input "
-                             f"shape, which {tuple(shape)} does not have")
-        if len(values) != len(self.resolution_axes):
-            what = "an image size H or HxW" if len(self.resolution_axes) == 2 else \
-                "one sequence length"
-            raise ValueError(f"{self.name}@... takes {what}, not "
-                             f"{'x'.join(str(v) for v in resolution)}")
-        for axis, value in zip(self.resolution_axes, values, strict=True):
-            shape[axis] = int(value)
-        return tuple(shape)
+        return resolution_shape(self.name, self.input_shape, self.resolution_axes, resolution,
+                                base)
 
 
 def _image_sized(builder: Callable[..., nn.Module]) -> Callable[[tuple[int, ...]], nn.Module]:
