@@ -654,3 +654,557 @@ def fit_bound(least, lv, allowance, w_pos, w_first_out, sl_i, sl_x, sl_o, sl_xch
         if best < 0 or dram < best:
             best = dram
     return best
+
+
+# --- the whole configuration search (`simulator.cost.brr._search` and what it calls) ------
+
+_RESIDENCY_NODES = 512  # `simulator.cost.brr._RESIDENCY_NODES`
+_FILL_STEPS = 4096  # `simulator.cost.brr._FILL_STEPS`
+_MAX_COUNTS = 128  # tile counts one search evaluates, at most (~2 log2 of the tallest height)
+
+
+@njit(cache=True)
+def _slice_elems(elems, chans, start, stop):
+    q = elems // chans
+    r = elems % chans
+    return (stop - start) * q + min(stop, r) - min(start, r)
+
+
+@njit(cache=True)
+def _largest_chunk(budget, elems, chans):
+    if budget >= elems:
+        return chans
+    q = elems // chans
+    r = elems % chans
+    best = min(r, budget // (q + 1)) if budget > 0 else 0
+    if q > 0 and budget >= r:
+        c = min(chans, (budget - r) // q)
+        if c > r:
+            best = max(best, c)
+    return best
+
+
+@njit(cache=True)
+def _fill(w, room):
+    """`simulator.cost.brr._fill` over a boolean reach table. Returns (sum, chosen flags)."""
+    n = w.shape[0]
+    unit = max(1, -(-room // _FILL_STEPS))
+    cap = room // unit
+    scaled = np.empty(n, np.int64)
+    for i in range(n):
+        scaled[i] = -(-w[i] // unit)
+    reach = np.zeros(cap + 1, np.bool_)
+    reach[0] = True
+    history = np.zeros((n, cap + 1), np.bool_)
+    for i in range(n):
+        history[i, :] = reach
+        x = scaled[i]
+        if x <= cap:
+            for s in range(cap, x - 1, -1):
+                if reach[s - x]:
+                    reach[s] = True
+    target = 0
+    for s in range(cap, -1, -1):
+        if reach[s]:
+            target = s
+            break
+    chosen = np.zeros(n, np.bool_)
+    total = 0
+    for i in range(n - 1, -1, -1):
+        if not history[i, target]:
+            chosen[i] = True
+            target -= scaled[i]
+            total += w[i]
+    for i in range(n):
+        if not chosen[i] and total + w[i] <= room:
+            total += w[i]
+            chosen[i] = True
+    return total, chosen
+
+
+@njit(cache=True)
+def _first_fit(w, h, f, floor, limit):
+    """`simulator.cost.brr._first_fit`: (resident weights, flags by the order of `w`)."""
+    k = w.shape[0]
+    v0 = floor
+    for i in range(k):
+        m = min(h[i], f[i])
+        if m > v0:
+            v0 = m
+    values = np.empty(2 * k + 1, np.int64)
+    nv = 1
+    values[0] = v0
+    for i in range(k):
+        if h[i] > v0:
+            values[nv] = h[i]
+            nv += 1
+        if f[i] > v0:
+            values[nv] = f[i]
+            nv += 1
+    values = np.unique(values[:nv])
+    best_w = -1
+    best = np.zeros(k, np.bool_)
+    for vi in range(values.shape[0]):
+        v = values[vi]
+        if limit - v <= best_w:
+            break
+        total = 0
+        mask = np.zeros(k, np.bool_)
+        free = np.empty(k, np.int64)
+        nf = 0
+        for i in range(k):
+            if f[i] > v:
+                total += w[i]
+                mask[i] = True
+            elif h[i] <= v:
+                free[nf] = i
+                nf += 1
+        room = limit - v - total
+        if room < 0:
+            continue
+        fw = np.empty(nf, np.int64)
+        for m in range(nf):
+            fw[m] = w[free[m]]
+        added, chosen = _fill(fw, room)
+        if total + added > best_w:
+            best_w = total + added
+            for m in range(nf):
+                if chosen[m]:
+                    mask[free[m]] = True
+            best = mask
+    return best_w, best
+
+
+@njit(cache=True)
+def _residency(tiles, elems, held, finest, floor, limit):
+    """`simulator.cost.brr._residency`: which ops with weights keep them resident."""
+    k = elems.shape[0]
+    resident = np.zeros(k, np.bool_)
+    if tiles == 1 or k == 0:
+        return resident
+    order = np.argsort(-elems, kind="mergesort")  # by decreasing weights, ties: lower index
+    w = elems[order]
+    h = held[order]
+    f = finest[order]
+    rest_w = np.zeros(k + 1, np.int64)
+    rest_f = np.zeros(k + 1, np.int64)
+    rest_min = np.zeros(k + 1, np.int64)
+    for i in range(k - 1, -1, -1):
+        rest_w[i] = rest_w[i + 1] + w[i]
+        rest_f[i] = max(rest_f[i + 1], f[i])
+        rest_min[i] = max(rest_min[i + 1], min(h[i], f[i]))
+    best_w, best = _first_fit(w, h, f, floor, limit)
+    # the search tree: node n decided op depth[n] - 1 (resident or not) below parent[n]
+    cap = 2 * _RESIDENCY_NODES + 2
+    parent = np.empty(cap, np.int64)
+    bit = np.zeros(cap, np.bool_)
+    parent[0] = -1
+    n_nodes = 1
+    s_i = np.empty(cap, np.int64)
+    s_total = np.empty(cap, np.int64)
+    s_h = np.empty(cap, np.int64)
+    s_f = np.empty(cap, np.int64)
+    s_node = np.empty(cap, np.int64)
+    top = 0
+    s_i[0], s_total[0], s_h[0], s_f[0], s_node[0] = 0, 0, floor, 0, 0
+    top = 1
+    expanded = 0
+    while top > 0 and expanded < _RESIDENCY_NODES:
+        top -= 1
+        i, total, top_h, top_f, node = s_i[top], s_total[top], s_h[top], s_f[top], s_node[top]
+        expanded += 1
+        least = max(top_h, top_f, rest_min[i])
+        if total + least > limit or min(total + rest_w[i], limit - least) <= best_w:
+            continue
+        if total > best_w and total + max(top_h, top_f, rest_f[i]) <= limit:
+            best_w = total
+            best = np.zeros(k, np.bool_)
+            m = node
+            d = i
+            while m > 0:
+                d -= 1
+                best[d] = bit[m]
+                m = parent[m]
+        if i < k:
+            parent[n_nodes] = node  # streamed
+            bit[n_nodes] = False
+            s_i[top], s_total[top], s_h[top] = i + 1, total, top_h
+            s_f[top], s_node[top] = max(top_f, f[i]), n_nodes
+            n_nodes += 1
+            top += 1
+            parent[n_nodes] = node  # resident (explored first)
+            bit[n_nodes] = True
+            s_i[top], s_total[top], s_h[top] = i + 1, total + w[i], max(top_h, h[i])
+            s_f[top], s_node[top] = top_f, n_nodes
+            n_nodes += 1
+            top += 1
+    for j in range(k):
+        if best[j]:
+            resident[order[j]] = True
+    return resident
+
+
+@njit(cache=True)
+def _sliced_need(lv, rows, p, x, o, re_x, re_o, x_chan, acc, allowance, c):
+    """The most op position p holds over the tiles input-sliced at c channels, less the
+    weights: max over tiles of base + c per (`simulator.cost.brr._Block.sliced`)."""
+    best = 0
+    for q in range(rows.shape[1]):
+        base = lv[p, q] - rows[x, q] * re_x + (acc - 1) * rows[o, q] * re_o + allowance
+        v = base + c * rows[x, q] * x_chan
+        if q == 0 or v > best:
+            best = v
+    return best
+
+
+@njit(cache=True)
+def search(nodes, n_ent, leaving, born, dies, allowance, heights_k, row_elems_k, n_in, in_ptr,
+           in_node, tab_off, tab_len, lo, hi, pool, height, mac_k, mac_v, mac_h, weightless,
+           w_pos, w_elems, w_out, w_in, w_x, w_xchan, w_first_out, w_first_in, sl_i, sl_x,
+           sl_o, sl_xchan, sl_first_in, acc, limit):
+    """`simulator.cost.brr._search` and `_configure`: the configuration of least F_D that
+    fits (ties: fewer tiles), else the least demanding, of the group whose layout is given.
+
+    Returns (tiles, buffer_elems, act, weight_reads, macs, resident, split (1: input
+    channels), slices, chunk, slice_elems, rows of the chosen tile count)."""
+    positions = born.shape[0] - n_ent
+    k = w_pos.shape[0]
+    weight_sum = 0
+    for i in range(k):
+        weight_sum += w_elems[i]
+    # one tile holding whole tensors: if it fits, so does T = 1, and nothing is cheaper
+    whole = np.empty((heights_k.shape[0], 1), np.int64)
+    whole[:, 0] = heights_k
+    one = np.ones(1, np.int64)
+    lvw = live(whole, row_elems_k, born, dies, positions)
+    _, _, fl, _, fn, _ = block_summaries(whole, lvw, one, n_ent, heights_k, row_elems_k,
+                                         allowance, mac_k, mac_v, mac_h, weightless, w_pos,
+                                         w_first_out, sl_i, sl_x, sl_o, sl_xchan, sl_first_in,
+                                         acc)
+    whole_least = fl[0]
+    for i in range(k):
+        whole_least = max(whole_least, fn[i, 0])
+    # evaluated tile counts and their summaries
+    t_c = np.zeros(_MAX_COUNTS, np.int64)
+    act_c = np.zeros(_MAX_COUNTS, np.int64)
+    macs_c = np.zeros(_MAX_COUNTS, np.int64)
+    floor_c = np.zeros(_MAX_COUNTS, np.int64)
+    least_c = np.zeros(_MAX_COUNTS, np.int64)
+    held_c = np.zeros((_MAX_COUNTS, k), np.int64)
+    finest_c = np.zeros((_MAX_COUNTS, k), np.int64)
+    sliced_c = np.zeros((_MAX_COUNTS, k), np.int64)
+    n_c = 0
+    if whole_least <= limit:
+        counts = np.ones(1, np.int64)
+    else:
+        tmax = 1
+        for r in range(heights_k.shape[0]):
+            tmax = max(tmax, heights_k[r])
+        raw = np.empty(70, np.int64)
+        nr = 0
+        raw[nr] = 1
+        nr += 1
+        raw[nr] = tmax
+        nr += 1
+        p2 = 1
+        while p2 <= tmax:  # 1 << k for k < tmax.bit_length()
+            raw[nr] = p2
+            nr += 1
+            p2 *= 2
+        counts = np.unique(raw[:nr])
+    _, _, rows_all = bands(nodes, n_ent, leaving, counts, n_in, in_ptr, in_node, tab_off,
+                           tab_len, lo, hi, pool, height)
+    lv_all = live(rows_all, row_elems_k, born, dies, positions)
+    a, m, fl, hw_, fn, sl = block_summaries(rows_all, lv_all, counts, n_ent, heights_k,
+                                            row_elems_k, allowance, mac_k, mac_v, mac_h,
+                                            weightless, w_pos, w_first_out, sl_i, sl_x, sl_o,
+                                            sl_xchan, sl_first_in, acc)
+    for c in range(counts.shape[0]):
+        t_c[n_c], act_c[n_c], macs_c[n_c], floor_c[n_c] = counts[c], a[c], m[c], fl[c]
+        least = fl[c]
+        for i in range(k):
+            held_c[n_c, i] = hw_[i, c]
+            finest_c[n_c, i] = fn[i, c]
+            sliced_c[n_c, i] = sl[i, c]
+            least = max(least, fn[i, c])
+        least_c[n_c] = least
+        n_c += 1
+    n_first = n_c
+    chosen = -1  # index of the chosen count
+    resident = np.zeros(k, np.bool_)
+    fitting0 = -1
+    for c in range(n_first):
+        if least_c[c] <= limit:
+            fitting0 = c
+            break
+    if whole_least <= limit:
+        chosen = 0  # T = 1, nothing resident
+    elif fitting0 < 0:  # none fits: report the least demanding count
+        chosen = 0
+        for c in range(1, n_first):
+            if least_c[c] < least_c[chosen]:
+                chosen = c
+    else:
+        if t_c[fitting0] > 1:
+            lo_t = t_c[fitting0 - 1]
+            hi_t = t_c[fitting0]
+            while hi_t - lo_t > 1:
+                mid = (lo_t + hi_t) // 2
+                one[0] = mid
+                _, _, rows_m = bands(nodes, n_ent, leaving, one, n_in, in_ptr, in_node,
+                                     tab_off, tab_len, lo, hi, pool, height)
+                lv_m = live(rows_m, row_elems_k, born, dies, positions)
+                a, m, fl, hw_, fn, sl = block_summaries(
+                    rows_m, lv_m, one, n_ent, heights_k, row_elems_k, allowance, mac_k,
+                    mac_v, mac_h, weightless, w_pos, w_first_out, sl_i, sl_x, sl_o, sl_xchan,
+                    sl_first_in, acc)
+                t_c[n_c], act_c[n_c], macs_c[n_c], floor_c[n_c] = mid, a[0], m[0], fl[0]
+                least = fl[0]
+                for i in range(k):
+                    held_c[n_c, i] = hw_[i, 0]
+                    finest_c[n_c, i] = fn[i, 0]
+                    sliced_c[n_c, i] = sl[i, 0]
+                    least = max(least, fn[i, 0])
+                least_c[n_c] = least
+                if least <= limit:
+                    hi_t = mid
+                else:
+                    lo_t = mid
+                n_c += 1
+        # F_D >= act + W + (T - 1) (W - what can be resident next to the least held
+        # position): counts whose floor cannot beat the best found are not configured
+        floor_v = np.empty(n_c, np.int64)
+        cand = np.empty(n_c, np.int64)
+        n_f = 0
+        for c in range(n_c):
+            if least_c[c] > limit:
+                continue
+            top = floor_c[c]
+            for i in range(k):
+                top = max(top, min(held_c[c, i], finest_c[c, i]))
+            room = limit - top
+            floor_v[n_f] = act_c[c] + weight_sum + (t_c[c] - 1) * max(weight_sum - room, 0)
+            cand[n_f] = c
+            n_f += 1
+        best_fd = -1
+        best_t = -1
+        done = np.zeros(n_f, np.bool_)
+        for _ in range(n_f):  # by (floor, tiles) ascending
+            j = -1
+            for q in range(n_f):
+                if done[q]:
+                    continue
+                if j < 0 or (floor_v[q], t_c[cand[q]]) < (floor_v[j], t_c[cand[j]]):
+                    j = q
+            done[j] = True
+            c = cand[j]
+            if best_t >= 0 and (floor_v[j], t_c[c]) > (best_fd, best_t):
+                break
+            res = _residency(t_c[c], w_elems, held_c[c], finest_c[c], floor_c[c], limit)
+            kept = 0
+            for i in range(k):
+                if res[i]:
+                    kept += w_elems[i]
+            fd = act_c[c] + kept + t_c[c] * (weight_sum - kept)
+            if best_t < 0 or (fd, t_c[c]) < (best_fd, best_t):
+                best_fd, best_t, chosen, resident = fd, t_c[c], c, res
+    # the chosen count's regions (the slices and the schedule read them)
+    one[0] = t_c[chosen]
+    _, _, rows = bands(nodes, n_ent, leaving, one, n_in, in_ptr, in_node, tab_off, tab_len,
+                       lo, hi, pool, height)
+    lv = live(rows, row_elems_k, born, dies, positions)
+    # configure: streamed ops in the fewest slices that fit, or their finest when none does
+    c = chosen
+    total = 0
+    top = floor_c[c]
+    for i in range(k):
+        if resident[i]:
+            total += w_elems[i]
+            top = max(top, held_c[c, i])
+        else:
+            top = max(top, finest_c[c, i])
+    fits = total + top <= limit
+    peak = floor_c[c]
+    split = np.zeros(k, np.int64)
+    slices = np.ones(k, np.int64)
+    chunk = np.zeros(k, np.int64)
+    first = np.zeros(k, np.int64)
+    streamed = 0
+    for i in range(k):
+        if resident[i]:
+            chunk[i], first[i] = w_out[i], w_elems[i]
+            peak = max(peak, held_c[c, i])
+            continue
+        streamed += w_elems[i]
+        p = w_pos[i]
+        if not fits:  # finest slices of the split that needs less (ties: output)
+            out = held_c[c, i] + w_first_out[i]
+            if w_in[i] > 0 and sliced_c[c, i] < out:
+                split[i], slices[i], chunk[i], first[i] = 1, w_in[i], 1, w_first_in[i]
+                peak = max(peak, sliced_c[c, i])
+            else:
+                split[i], slices[i], chunk[i], first[i] = 0, w_out[i], 1, w_first_out[i]
+                peak = max(peak, out)
+            continue
+        budget = limit - total
+        best_s = -1
+        best_split = 0
+        best_chunk = 0
+        cc = _largest_chunk(budget - held_c[c, i], w_elems[i], w_out[i])
+        if cc > 0:
+            s = -(-w_out[i] // cc)
+            best_s, best_split, best_chunk = s, 0, -(-w_out[i] // s)
+        if w_in[i] > 0:
+            x = w_x[i]
+            o = n_ent + p
+            re_x, re_o = row_elems_k[x], row_elems_k[o]
+            need1 = (_sliced_need(lv, rows, p, x, o, re_x, re_o, w_xchan[i], acc, allowance, 1)
+                     + _slice_elems(w_elems[i], w_in[i], 0, 1))
+            if need1 <= budget:
+                lo_c, hi_c = 1, w_in[i]
+                while hi_c > lo_c:
+                    mid = (lo_c + hi_c + 1) // 2
+                    need = (_sliced_need(lv, rows, p, x, o, re_x, re_o, w_xchan[i], acc,
+                                         allowance, mid)
+                            + _slice_elems(w_elems[i], w_in[i], 0, mid))
+                    if need <= budget:
+                        lo_c = mid
+                    else:
+                        hi_c = mid - 1
+                s = -(-w_in[i] // lo_c)
+                if best_s < 0 or s < best_s:
+                    best_s, best_split, best_chunk = s, 1, -(-w_in[i] // s)
+        split[i], slices[i], chunk[i] = best_split, best_s, best_chunk
+        if best_split == 0:
+            first[i] = _slice_elems(w_elems[i], w_out[i], 0, best_chunk)
+            need_at = held_c[c, i] + first[i]
+        else:
+            first[i] = _slice_elems(w_elems[i], w_in[i], 0, best_chunk)
+            x = w_x[i]
+            o = n_ent + p
+            need_at = _sliced_need(lv, rows, p, x, o, row_elems_k[x], row_elems_k[o],
+                                   w_xchan[i], acc, allowance, best_chunk) + first[i]
+        peak = max(peak, need_at)
+    return (t_c[c], total + peak, act_c[c], total + t_c[c] * streamed, macs_c[c], resident,
+            split, slices, chunk, first, rows)
+
+
+@njit(cache=True)
+def group(ops, n_in, in_ptr, in_node, succ_ptr, succ, output, pool, height, row_elems, tab_off,
+          tab_len, lo, hi, macs, weights, w_cout, w_first_out, w_chans, w_first_in, w_xchan,
+          w_xnode, op_traffic, output_elems, acc, limit, d, bw, mpc, lat):
+    """A BRR group costed whole (`simulator.cost.brr.group_cost` for a group BRR can tile):
+    its layout, the configuration `search` picks and, when it fits, the cycles of its
+    schedule (-1 when it does not). Returns (tiles, buffer_elems, act, weight_reads, macs,
+    write_elems, traffic_elems, allowance, cycles, the weighted ops, resident, split, slices,
+    chunk, slice_elems)."""
+    nodes, n_ent, leaving, born, dies, allowance = layout(
+        ops, n_in, in_ptr, in_node, succ_ptr, succ, output, pool, height, row_elems)
+    n = nodes.shape[0]
+    n_ops = ops.shape[0]
+    heights_k = np.empty(n, np.int64)
+    row_elems_k = np.empty(n, np.int64)
+    for r in range(n):
+        heights_k[r] = height[nodes[r]]
+        row_elems_k[r] = row_elems[nodes[r]]
+    k = 0
+    n_mac = 0
+    for p in range(n_ops):
+        if weights[ops[p]] > 0:
+            k += 1
+        if macs[ops[p]] != 0:
+            n_mac += 1
+    w_pos = np.empty(k, np.int64)
+    weightless = np.empty(n_ops - k, np.int64)
+    w_ops = np.empty(k, np.int64)
+    w_elems = np.empty(k, np.int64)
+    w_out = np.empty(k, np.int64)
+    w_in = np.zeros(k, np.int64)
+    w_x = np.zeros(k, np.int64)
+    w_xc = np.zeros(k, np.int64)
+    w_fo = np.empty(k, np.int64)
+    w_fi = np.zeros(k, np.int64)
+    mac_k = np.empty(n_mac, np.int64)
+    mac_v = np.empty(n_mac, np.int64)
+    mac_h = np.empty(n_mac, np.int64)
+    i = 0
+    j = 0
+    m = 0
+    n_sl = 0
+    for p in range(n_ops):
+        o = ops[p]
+        if macs[o] != 0:
+            mac_k[m], mac_v[m], mac_h[m] = n_ent + p, macs[o], heights_k[n_ent + p]
+            m += 1
+        if weights[o] == 0:
+            weightless[j] = p
+            j += 1
+            continue
+        w_pos[i], w_ops[i], w_elems[i] = p, o, weights[o]
+        w_out[i], w_fo[i] = w_cout[o], w_first_out[o]
+        if w_chans[o] > 0:  # input-sliceable here: its one input enters, read by it alone
+            for r in range(n_ent):
+                if nodes[r] == w_xnode[o]:
+                    if born[r] == p and dies[r] == p:
+                        w_in[i], w_x[i], w_xc[i], w_fi[i] = w_chans[o], r, w_xchan[o], \
+                            w_first_in[o]
+                        n_sl += 1
+                    break
+        i += 1
+    sl_i = np.empty(n_sl, np.int64)
+    sl_x = np.empty(n_sl, np.int64)
+    sl_o = np.empty(n_sl, np.int64)
+    sl_xchan = np.empty(n_sl, np.int64)
+    sl_first_in = np.empty(n_sl, np.int64)
+    m = 0
+    for i in range(k):
+        if w_in[i] > 0:
+            sl_i[m], sl_x[m], sl_o[m] = i, w_x[i], n_ent + w_pos[i]
+            sl_xchan[m], sl_first_in[m] = w_xc[i], w_fi[i]
+            m += 1
+    (tiles, buffer_elems, act, weight_reads, n_macs, resident, split, slices, chunk, first,
+     rows) = search(nodes, n_ent, leaving, born, dies, allowance, heights_k, row_elems_k, n_in,
+                    in_ptr, in_node, tab_off, tab_len, lo, hi, pool, height, mac_k, mac_v,
+                    mac_h, weightless, w_pos, w_elems, w_out, w_in, w_x, w_xc, w_fo, w_fi,
+                    sl_i, sl_x, sl_o, sl_xchan, sl_first_in, acc, limit)
+    write_elems = 0
+    for q in range(leaving.shape[0]):
+        write_elems += output_elems[nodes[leaving[q]] - n_in]
+    traffic = 0
+    for p in range(n_ops):
+        traffic += op_traffic[ops[p]]
+    cyc = -1
+    if buffer_elems <= limit:
+        kind = np.zeros(n_ops, np.int64)
+        p_slices = np.zeros(n_ops, np.int64)
+        p_chans = np.zeros(n_ops, np.int64)
+        p_elems = np.zeros(n_ops, np.int64)
+        p_x = np.zeros(n_ops, np.int64)
+        sliced_input = np.zeros(n_ent, np.bool_)
+        resident_first = -1
+        resident_cycles = 0
+        for i in range(k):
+            p = w_pos[i]
+            if resident[i]:
+                kind[p] = 1
+                resident_cycles += int(math.ceil(first[i] * d / bw))
+                if resident_first < 0:
+                    resident_first = p
+                continue
+            p_slices[p], p_elems[p] = slices[i], w_elems[i]
+            if split[i] == 1:
+                kind[p], p_chans[p], p_x[p] = 3, w_in[i], w_x[i]
+                sliced_input[w_x[i]] = True
+            else:
+                kind[p], p_chans[p] = 2, w_out[i]
+        leaves = np.zeros(n_ops, np.bool_)
+        for q in range(leaving.shape[0]):
+            leaves[leaving[q] - n_ent] = True
+        op_macs = np.empty(n_ops, np.int64)
+        for p in range(n_ops):
+            op_macs[p] = macs[ops[p]]
+        cyc = cycles(rows, n_ent, born, heights_k, row_elems_k, sliced_input, op_macs, leaves,
+                     kind, p_slices, p_chans, p_elems, p_x, resident_first, resident_cycles, d,
+                     bw, mpc, lat)
+    return (tiles, buffer_elems, act, weight_reads, n_macs, write_elems, traffic, allowance,
+            cyc, w_ops, resident, split, slices, chunk, first)

@@ -189,42 +189,63 @@ def group_cost(graph: ComputeGraph, ops: Sequence[int], hw: HardwareConfig) -> G
     """F_beta, F_D, cycles and energy of `ops` as one BRR group, at its best configuration."""
     ops = tuple(sorted(ops))
     reason = incompatibility(graph, ops)
+    if not reason:
+        return _tileable_cost(graph, ops, hw)
     limit = hw.buffer_bytes // hw.dtype_bytes
     layout = _Layout(graph, ops, row_deps(graph), accumulator_elems(hw.dtype_bytes))
-    writes = layout.write_elems
-    if reason:
-        best = _configure(_blocks(layout, (1,))[1], limit)  # reported for reference
-        failure: Failure | None = Failure.BRR_INCOMPATIBLE
-    else:
-        best, block = _search(layout, limit)
-        failure = None
-        if best.buffer_elems > limit:
-            failure = Failure.OVER_BUFFER
-            sliced = ", every weight streamed in its finest slices" if best.weights else ""
-            reason = (f"needs {best.buffer_elems * hw.dtype_bytes:,} B at best ({best.tiles} "
-                      f"tiles{sliced}) > buffer {hw.buffer_bytes:,} B")
-        if failure is None:
-            return _as_group_cost(graph, ops, hw, best, writes, None, "", layout, block.rows)
-    return _as_group_cost(graph, ops, hw, best, writes, failure, reason, layout)
+    best = _configure(_blocks(layout, (1,))[1], limit)  # reported for reference
+    return _as_group_cost(graph, ops, hw, best, layout.write_elems, Failure.BRR_INCOMPATIBLE,
+                          reason, layout)
+
+
+def _tileable_cost(graph: ComputeGraph, ops: tuple[int, ...], hw: HardwareConfig) -> GroupCost:
+    """`group_cost` of a group BRR can tile, in one compiled call (`_k.group`: the layout,
+    `_search`'s configuration and `schedule_cycles`, on the same integers)."""
+    t = _k.graph_tables(graph)
+    c_out, first_out, chans, first_in, x_chan, x_node = t.weight_arrays
+    d, limit = hw.dtype_bytes, hw.buffer_bytes // hw.dtype_bytes
+    (tiles, buffer_elems, act, weight_reads, macs, writes, traffic, allowance, cycles, w_ops,
+     resident, split, slices, chunk, first) = _k.group(
+        np.array(ops, dtype=np.int64), t.n_in, t.in_ptr, t.in_node, t.succ_ptr, t.succ,
+        t.output, t.pool, t.height, t.row_elems, t.tab_off, t.tab_len, t.lo, t.hi, t.macs,
+        t.weights, c_out, first_out, chans, first_in, x_chan, x_node, t.op_traffic,
+        t.output_elems, accumulator_elems(d), limit, d, float(hw.dram_bandwidth),
+        hw.macs_per_cycle, hw.dram_latency)
+    resident = resident.tolist()
+    plans = tuple(OpWeights(o, r, "in" if sp else "out", s, c, f) for o, r, sp, s, c, f in zip(
+        w_ops.tolist(), resident, split.tolist(), slices.tolist(), chunk.tolist(),
+        first.tolist(), strict=True))
+    best = TileCost(int(tiles), not all(resident), int(buffer_elems), int(act),
+                    int(weight_reads), int(macs), plans, int(allowance), accumulator_elems(d))
+    if best.buffer_elems <= limit:
+        return _as_group_cost(graph, ops, hw, best, int(writes), None, "",
+                              traffic=int(traffic), cycles=int(cycles))
+    sliced = ", every weight streamed in its finest slices" if best.weights else ""
+    reason = (f"needs {best.buffer_elems * d:,} B at best ({best.tiles} "
+              f"tiles{sliced}) > buffer {hw.buffer_bytes:,} B")
+    return _as_group_cost(graph, ops, hw, best, int(writes), Failure.OVER_BUFFER, reason,
+                          traffic=int(traffic))
 
 
 def _as_group_cost(graph: ComputeGraph, ops: tuple[int, ...], hw: HardwareConfig,
                    t: TileCost, write_elems: int, failure: Failure | None,
-                   reason: str, layout: _Layout | None = None,
-                   rows: np.ndarray | None = None) -> GroupCost:
+                   reason: str, layout: _Layout | None = None, *, traffic: int | None = None,
+                   cycles: int | None = None) -> GroupCost:
+    """The `GroupCost` of configuration `t` (`traffic`: the group's buffer accesses, and
+    `cycles`: its schedule's, when the caller has them)."""
     d = hw.dtype_bytes
     dram = (t.act_read_elems + t.weight_read_elems + write_elems) * d
-    traffic = (int(layout.tables.op_traffic[layout.op_array].sum()) if layout is not None
-               else buffer_traffic_elems(graph, ops))
+    if traffic is None:
+        traffic = buffer_traffic_elems(graph, ops)
+    if cycles is None and failure is None:
+        cycles = schedule_cycles(graph, ops, t, hw, layout)
     buf = traffic * d + dram
     return GroupCost(
         scheme=Scheme.BRR, ops=ops, buffer_bytes=t.buffer_elems * d,
         weight_buffer_bytes=t.weight_buffer_elems * d, dram_act_read=t.act_read_elems * d,
         dram_weight_read=t.weight_read_elems * d, dram_write=write_elems * d, macs=t.macs,
         fits=failure is None, reason=reason,
-        timing=timing(dram, buf, t.macs, hw,
-                      schedule_cycles(graph, ops, t, hw, layout, rows) if failure is None
-                      else 0),
+        timing=timing(dram, buf, t.macs, hw, cycles if failure is None else 0),
         tiles=t.tiles, weights_streamed=t.streamed, failure=failure,
         resident_weight_bytes=t.resident_elems * d,
         weight_slices=tuple((w.op, w.split, w.slices) for w in t.weights if not w.resident),
