@@ -29,8 +29,9 @@ __all__ = ["FIGURE_SUFFIXES", "PLOT_FORMATS", "atomic_dir", "atomic_file", "chec
 
 PLOT_FORMATS = ("avif", "eps", "gif", "jpeg", "jpg", "pdf", "pgf", "png", "ps", "raw", "rgba",
                 "svg", "svgz", "tif", "tiff", "webp")
-"""File suffixes matplotlib can write, named here so that a path is checked before matplotlib
-is imported (a test holds them equal to matplotlib's ``get_supported_filetypes``)."""
+"""File suffixes matplotlib can write (those of matplotlib 3.11), named here so that a path is
+checked before matplotlib is imported (a test holds each one to matplotlib's
+``get_supported_filetypes``)."""
 FIGURE_SUFFIXES = (".png", ".svg", ".pdf")
 """The figure files ``fusion-dse plot`` and ``compare`` write (`check_figure_file`)."""
 

@@ -1,12 +1,12 @@
 """What is known of the zoo networks without building them: the catalog, read without torch.
 
 The zoo (`simulator.workload.zoo`) is torch code: naming a network, checking a name or
-listing the zoo must not pay for importing torch and building modules (``fusion-dse models``
-took 37 s and 1.8 GB that way). The catalog is a JSON file shipped next to this module,
-``zoo_catalog.json``: per network, in zoo order, its name, kind, family, default input shape
-and the input axes a resolution (``name@R``) sets, and the figures ``fusion-dse models``
-prints (ops and convs of the imported graph, parameters as torchvision counts them, weights
-after BatchNorm folding, MACs, activation elements).
+listing the zoo must not pay for importing torch and building every module (what ``fusion-dse
+models`` did before; benchmarks/cli_startup.py measures both). The catalog is a JSON file
+shipped next to this module, ``zoo_catalog.json``: per network, in zoo order, its name, kind,
+family, default input shape and the input axes a resolution (``name@R``) sets, and the figures
+``fusion-dse models`` prints (ops and convs of the imported graph, parameters as torchvision
+counts them, weights after BatchNorm folding, MACs, activation elements).
 
 The file is made from the zoo by `measure_catalog` (``python -m simulator.workload.zoo_catalog
 --write``); a test measures the zoo again and fails when the file differs, so it cannot go
