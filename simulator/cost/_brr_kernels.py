@@ -1090,14 +1090,11 @@ def search(nodes, n_ent, leaving, born, dies, allowance, heights_k, row_elems_k,
 
 
 @njit(cache=True)
-def group(ops, n_in, in_ptr, in_node, succ_ptr, succ, output, pool, height, row_elems, tab_off,
-          tab_len, lo, hi, macs, weights, w_cout, w_first_out, w_chans, w_first_in, w_xchan,
-          w_xnode, op_traffic, output_elems, acc, limit, d, bw, mpc, lat):
-    """A BRR group costed whole (`simulator.cost.brr.group_cost` for a group BRR can tile):
-    its layout, the configuration `search` picks and, when it fits, the cycles of its
-    schedule (-1 when it does not). Returns (tiles, buffer_elems, act, weight_reads, macs,
-    write_elems, traffic_elems, allowance, cycles, the weighted ops, resident, split, slices,
-    chunk, slice_elems)."""
+def _group_layout(ops, n_in, in_ptr, in_node, succ_ptr, succ, output, pool, height, row_elems,
+                  macs, weights, w_cout, w_first_out, w_chans, w_first_in, w_xchan, w_xnode):
+    """`layout` and the arrays of the group's ops with weights and MACs that `search` and
+    `fit_bound` read (`simulator.cost.brr._Layout`: ``_w``, ``mac_arrays``,
+    ``sliceable_arrays``, ``weightless``)."""
     nodes, n_ent, leaving, born, dies, allowance = layout(
         ops, n_in, in_ptr, in_node, succ_ptr, succ, output, pool, height, row_elems)
     n = nodes.shape[0]
@@ -1162,6 +1159,26 @@ def group(ops, n_in, in_ptr, in_node, succ_ptr, succ, output, pool, height, row_
             sl_i[m], sl_x[m], sl_o[m] = i, w_x[i], n_ent + w_pos[i]
             sl_xchan[m], sl_first_in[m] = w_xc[i], w_fi[i]
             m += 1
+    return (nodes, n_ent, leaving, born, dies, allowance, heights_k, row_elems_k, k, w_pos,
+            weightless, w_ops, w_elems, w_out, w_in, w_x, w_xc, w_fo, w_fi, mac_k, mac_v, mac_h,
+            sl_i, sl_x, sl_o, sl_xchan, sl_first_in)
+
+
+@njit(cache=True)
+def group(ops, n_in, in_ptr, in_node, succ_ptr, succ, output, pool, height, row_elems, tab_off,
+          tab_len, lo, hi, macs, weights, w_cout, w_first_out, w_chans, w_first_in, w_xchan,
+          w_xnode, op_traffic, output_elems, acc, limit, d, bw, mpc, lat):
+    """A BRR group costed whole (`simulator.cost.brr.group_cost` for a group BRR can tile):
+    its layout, the configuration `search` picks and, when it fits, the cycles of its
+    schedule (-1 when it does not). Returns (tiles, buffer_elems, act, weight_reads, macs,
+    write_elems, traffic_elems, allowance, cycles, the weighted ops, resident, split, slices,
+    chunk, slice_elems)."""
+    (nodes, n_ent, leaving, born, dies, allowance, heights_k, row_elems_k, k, w_pos, weightless,
+     w_ops, w_elems, w_out, w_in, w_x, w_xc, w_fo, w_fi, mac_k, mac_v, mac_h, sl_i, sl_x, sl_o,
+     sl_xchan, sl_first_in) = _group_layout(
+        ops, n_in, in_ptr, in_node, succ_ptr, succ, output, pool, height, row_elems, macs,
+        weights, w_cout, w_first_out, w_chans, w_first_in, w_xchan, w_xnode)
+    n_ops = ops.shape[0]
     (tiles, buffer_elems, act, weight_reads, n_macs, resident, split, slices, chunk, first,
      rows) = search(nodes, n_ent, leaving, born, dies, allowance, heights_k, row_elems_k, n_in,
                     in_ptr, in_node, tab_off, tab_len, lo, hi, pool, height, mac_k, mac_v,
@@ -1208,3 +1225,34 @@ def group(ops, n_in, in_ptr, in_node, succ_ptr, succ, output, pool, height, row_
                      bw, mpc, lat)
     return (tiles, buffer_elems, act, weight_reads, n_macs, write_elems, traffic, allowance,
             cyc, w_ops, resident, split, slices, chunk, first)
+
+
+@njit(cache=True)
+def bound(ops, n_in, in_ptr, in_node, succ_ptr, succ, output, pool, height, row_elems, tab_off,
+          win, useful, macs, weights, w_cout, w_first_out, w_chans, w_first_in, w_xchan,
+          w_xnode, output_elems, acc, limit):
+    """`simulator.cost.brr.dram_lower_bound` of a group BRR can tile, in elements (-1: it
+    cannot fit): `least_rows` over T = 1 .. the tallest height, then `fit_bound`, plus the
+    writes."""
+    (nodes, n_ent, leaving, born, dies, allowance, heights_k, row_elems_k, k, w_pos, weightless,
+     w_ops, w_elems, w_out, w_in, w_x, w_xc, w_fo, w_fi, mac_k, mac_v, mac_h, sl_i, sl_x, sl_o,
+     sl_xchan, sl_first_in) = _group_layout(
+        ops, n_in, in_ptr, in_node, succ_ptr, succ, output, pool, height, row_elems, macs,
+        weights, w_cout, w_first_out, w_chans, w_first_in, w_xchan, w_xnode)
+    tmax = 1
+    for r in range(heights_k.shape[0]):
+        tmax = max(tmax, heights_k[r])
+    tiles = np.arange(1, tmax + 1)
+    least = least_rows(nodes, n_ent, leaving, tiles, n_in, in_ptr, in_node, tab_off, win, pool,
+                       useful, height)
+    weight_sum = 0
+    for i in range(k):
+        weight_sum += w_elems[i]
+    dram = fit_bound(least, live(least, row_elems_k, born, dies, ops.shape[0]), allowance,
+                     w_pos, w_fo, sl_i, sl_x, sl_o, sl_xchan, sl_first_in, acc, row_elems_k,
+                     heights_k, n_ent, weight_sum, limit)
+    if dram < 0:
+        return -1
+    for q in range(leaving.shape[0]):
+        dram += heights_k[leaving[q]] * row_elems_k[leaving[q]]
+    return dram

@@ -678,19 +678,14 @@ def dram_lower_bound(graph: ComputeGraph, ops: Sequence[int], hw: HardwareConfig
     ops = tuple(sorted(ops))
     if incompatibility(graph, ops):
         return None
-    limit = hw.buffer_bytes // hw.dtype_bytes
-    layout = _Layout(graph, ops, row_deps(graph), accumulator_elems(hw.dtype_bytes))
-    tiles = np.arange(1, int(layout.heights.max()) + 1, dtype=np.int64)
-    least = _least_rows(graph, layout, tiles)
-    sl_i, sl_x, sl_o, sl_xchan, sl_first_in = layout.sliceable_arrays
-    dram = _k.fit_bound(least, _live(layout, least), layout.allowance, layout.w_pos,
-                        layout.w_first_out, sl_i, sl_x, sl_o, sl_xchan, sl_first_in, layout.acc,
-                        layout.row_elems, layout.heights, layout.n_entering, layout.weight_sum,
-                        limit)
-    if dram < 0:
-        return None
-    writes = sum(h * int(layout.row_elems[k]) for k, h in layout.leaving)
-    return (int(dram) + writes) * hw.dtype_bytes
+    t = _k.graph_tables(graph)
+    c_out, first_out, chans, first_in, x_chan, x_node = t.weight_arrays
+    dram = _k.bound(np.array(ops, dtype=np.int64), t.n_in, t.in_ptr, t.in_node, t.succ_ptr,
+                    t.succ, t.output, t.pool, t.height, t.row_elems, t.tab_off, t.win, t.useful,
+                    t.macs, t.weights, c_out, first_out, chans, first_in, x_chan, x_node,
+                    t.output_elems, accumulator_elems(hw.dtype_bytes),
+                    hw.buffer_bytes // hw.dtype_bytes)
+    return None if dram < 0 else int(dram) * hw.dtype_bytes
 
 
 @dataclass(frozen=True)
