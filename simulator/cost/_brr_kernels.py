@@ -861,9 +861,10 @@ def _sliced_need(lv, rows, p, x, o, re_x, re_o, x_chan, acc, allowance, c):
 def search(nodes, n_ent, leaving, born, dies, allowance, heights_k, row_elems_k, n_in, in_ptr,
            in_node, tab_off, tab_len, lo, hi, pool, height, mac_k, mac_v, mac_h, weightless,
            w_pos, w_elems, w_out, w_in, w_x, w_xchan, w_first_out, w_first_in, sl_i, sl_x,
-           sl_o, sl_xchan, sl_first_in, acc, limit):
+           sl_o, sl_xchan, sl_first_in, acc, limit, one_tile):
     """`simulator.cost.brr._search` and `_configure`: the configuration of least F_D that
-    fits (ties: fewer tiles), else the least demanding, of the group whose layout is given.
+    fits (ties: fewer tiles), else the least demanding, of the group whose layout is given
+    (`one_tile`: the configuration of one tile, what a group BRR cannot tile reports).
 
     Returns (tiles, buffer_elems, act, weight_reads, macs, resident, split (1: input
     channels), slices, chunk, slice_elems, rows of the chosen tile count)."""
@@ -894,7 +895,7 @@ def search(nodes, n_ent, leaving, born, dies, allowance, heights_k, row_elems_k,
     finest_c = np.zeros((_MAX_COUNTS, k), np.int64)
     sliced_c = np.zeros((_MAX_COUNTS, k), np.int64)
     n_c = 0
-    if whole_least <= limit:
+    if whole_least <= limit or one_tile:
         counts = np.ones(1, np.int64)
     else:
         tmax = 1
@@ -937,7 +938,7 @@ def search(nodes, n_ent, leaving, born, dies, allowance, heights_k, row_elems_k,
         if least_c[c] <= limit:
             fitting0 = c
             break
-    if whole_least <= limit:
+    if whole_least <= limit or one_tile:
         chosen = 0  # T = 1, nothing resident
     elif fitting0 < 0:  # none fits: report the least demanding count
         chosen = 0
@@ -1167,12 +1168,12 @@ def _group_layout(ops, n_in, in_ptr, in_node, succ_ptr, succ, output, pool, heig
 @njit(cache=True)
 def group(ops, n_in, in_ptr, in_node, succ_ptr, succ, output, pool, height, row_elems, tab_off,
           tab_len, lo, hi, macs, weights, w_cout, w_first_out, w_chans, w_first_in, w_xchan,
-          w_xnode, op_traffic, output_elems, acc, limit, d, bw, mpc, lat):
-    """A BRR group costed whole (`simulator.cost.brr.group_cost` for a group BRR can tile):
-    its layout, the configuration `search` picks and, when it fits, the cycles of its
-    schedule (-1 when it does not). Returns (tiles, buffer_elems, act, weight_reads, macs,
-    write_elems, traffic_elems, allowance, cycles, the weighted ops, resident, split, slices,
-    chunk, slice_elems)."""
+          w_xnode, op_traffic, output_elems, acc, limit, d, bw, mpc, lat, tileable):
+    """A BRR group costed whole (`simulator.cost.brr.group_cost`): its layout, the
+    configuration `search` picks (one tile's where it is not `tileable`) and, when it fits
+    and is tileable, the cycles of its schedule (-1 otherwise). Returns (tiles, buffer_elems,
+    act, weight_reads, macs, write_elems, traffic_elems, allowance, cycles, the weighted ops,
+    resident, split, slices, chunk, slice_elems)."""
     (nodes, n_ent, leaving, born, dies, allowance, heights_k, row_elems_k, k, w_pos, weightless,
      w_ops, w_elems, w_out, w_in, w_x, w_xc, w_fo, w_fi, mac_k, mac_v, mac_h, sl_i, sl_x, sl_o,
      sl_xchan, sl_first_in) = _group_layout(
@@ -1183,7 +1184,7 @@ def group(ops, n_in, in_ptr, in_node, succ_ptr, succ, output, pool, height, row_
      rows) = search(nodes, n_ent, leaving, born, dies, allowance, heights_k, row_elems_k, n_in,
                     in_ptr, in_node, tab_off, tab_len, lo, hi, pool, height, mac_k, mac_v,
                     mac_h, weightless, w_pos, w_elems, w_out, w_in, w_x, w_xc, w_fo, w_fi,
-                    sl_i, sl_x, sl_o, sl_xchan, sl_first_in, acc, limit)
+                    sl_i, sl_x, sl_o, sl_xchan, sl_first_in, acc, limit, not tileable)
     write_elems = 0
     for q in range(leaving.shape[0]):
         write_elems += output_elems[nodes[leaving[q]] - n_in]
@@ -1191,7 +1192,7 @@ def group(ops, n_in, in_ptr, in_node, succ_ptr, succ, output, pool, height, row_
     for p in range(n_ops):
         traffic += op_traffic[ops[p]]
     cyc = -1
-    if buffer_elems <= limit:
+    if buffer_elems <= limit and tileable:
         kind = np.zeros(n_ops, np.int64)
         p_slices = np.zeros(n_ops, np.int64)
         p_chans = np.zeros(n_ops, np.int64)
@@ -1256,3 +1257,33 @@ def bound(ops, n_in, in_ptr, in_node, succ_ptr, succ, output, pool, height, row_
     for q in range(leaving.shape[0]):
         dram += heights_k[leaving[q]] * row_elems_k[leaving[q]]
     return dram
+
+
+@njit(cache=True)
+def broadcast(ops, n_in, in_ptr, in_node, whole_from_rows, height):
+    """Whether the group `ops` (ascending) broadcasts a single-row tensor that depends on a
+    whole feature map onto a feature map (`simulator.cost.brr.incompatibility`): the first
+    (op, its input) that does so in op order, else (-1, -1)."""
+    n_ops = ops.shape[0]
+    pos = np.full(height.shape[0] - n_in, -1, np.int64)
+    for p in range(n_ops):
+        pos[ops[p]] = p
+    whole = np.zeros(n_ops, np.bool_)
+    for p in range(n_ops):
+        o = ops[p]
+        if whole_from_rows[o]:
+            whole[p] = True
+            continue
+        for q in range(in_ptr[o], in_ptr[o + 1]):  # whole-map dependence flows forward
+            u = in_node[q]
+            if u >= n_in and pos[u - n_in] >= 0 and whole[pos[u - n_in]]:
+                whole[p] = True
+                break
+    for p in range(n_ops):
+        o = ops[p]
+        for q in range(in_ptr[o], in_ptr[o + 1]):
+            u = in_node[q]
+            if (u >= n_in and pos[u - n_in] >= 0 and whole[pos[u - n_in]] and height[u] == 1
+                    and height[o + n_in] > 1):
+                return o, u - n_in
+    return -1, -1

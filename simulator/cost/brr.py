@@ -177,43 +177,26 @@ def incompatibility(graph: ComputeGraph, ops: Sequence[int]) -> str:
     reads_whole = _k.graph_tables(graph).whole_from_rows
     if not reads_whole[np.asarray(ops, dtype=np.int64)].any():
         return ""  # no whole-map dependence starts in the group
-    group = set(ops)
-    whole = {o for o in ops if _reads_whole_map(graph, o)}
-    if not whole:  # no whole-map dependence starts in the group
+    t = _k.graph_tables(graph)
+    o, ref = _k.broadcast(np.asarray(ops, dtype=np.int64), t.n_in, t.in_ptr, t.in_node,
+                          reads_whole, t.height)
+    if o < 0:
         return ""
-    for o in sorted(ops):  # topological: whole-map dependence flows forward
-        if any(p in whole for p in graph.predecessors(o) if p in group):
-            whole.add(o)
-    h = row_deps(graph).height_of
-    for o in sorted(ops):
-        op = graph[o]
-        for ref in op.inputs:
-            if ref in whole and h[ref] == 1 < h[o]:
-                return (f"BRR-incompatible: {op.name!r} broadcasts {graph[ref].name!r}, which "
-                        "depends on a whole feature map, onto a feature map")
-    return ""
-
-
-def _reads_whole_map(graph: ComputeGraph, o: int) -> bool:
-    return row_deps(graph).whole_from_rows(o)
+    return (f"BRR-incompatible: {graph[int(o)].name!r} broadcasts {graph[int(ref)].name!r}, "
+            "which depends on a whole feature map, onto a feature map")
 
 
 def group_cost(graph: ComputeGraph, ops: Sequence[int], hw: HardwareConfig) -> GroupCost:
     """F_beta, F_D, cycles and energy of `ops` as one BRR group, at its best configuration."""
     ops = tuple(sorted(ops))
-    reason = incompatibility(graph, ops)
-    if not reason:
-        return _tileable_cost(graph, ops, hw)
-    limit = hw.buffer_bytes // hw.dtype_bytes
-    layout = _Layout(graph, ops, row_deps(graph), accumulator_elems(hw.dtype_bytes))
-    best = _configure(_blocks(layout, (1,))[1], limit)  # reported for reference
-    return _as_group_cost(graph, ops, hw, best, layout.write_elems, Failure.BRR_INCOMPATIBLE,
-                          reason, layout)
+    return _compiled_cost(graph, ops, hw, incompatibility(graph, ops))
 
 
-def _tileable_cost(graph: ComputeGraph, ops: tuple[int, ...], hw: HardwareConfig) -> GroupCost:
-    """`group_cost` of a group BRR can tile, in one compiled call (`_k.group`: the layout,
-    `_search`'s configuration and `schedule_cycles`, on the same integers)."""
+def _compiled_cost(graph: ComputeGraph, ops: tuple[int, ...], hw: HardwareConfig,
+                   incompatible: str) -> GroupCost:
+    """`group_cost` in one compiled call (`_k.group`: the layout, `_search`'s configuration
+    and `schedule_cycles`, on the same integers); a group BRR cannot tile (`incompatible`
+    says why) reports its one-tile configuration, as `_configure` of the T = 1 block."""
     t = _k.graph_tables(graph)
     c_out, first_out, chans, first_in, x_chan, x_node = t.weight_arrays
     d, limit = hw.dtype_bytes, hw.buffer_bytes // hw.dtype_bytes
@@ -223,21 +206,31 @@ def _tileable_cost(graph: ComputeGraph, ops: tuple[int, ...], hw: HardwareConfig
         t.output, t.pool, t.height, t.row_elems, t.tab_off, t.tab_len, t.lo, t.hi, t.macs,
         t.weights, c_out, first_out, chans, first_in, x_chan, x_node, t.op_traffic,
         t.output_elems, accumulator_elems(d), limit, d, float(hw.dram_bandwidth),
-        hw.macs_per_cycle, hw.dram_latency)
-    resident = resident.tolist()
-    plans = tuple(OpWeights(o, r, "in" if sp else "out", s, c, f) for o, r, sp, s, c, f in zip(
-        w_ops.tolist(), resident, split.tolist(), slices.tolist(), chunk.tolist(),
-        first.tolist(), strict=True))
-    best = TileCost(int(tiles), not all(resident), int(buffer_elems), int(act),
-                    int(weight_reads), int(macs), plans, int(allowance), accumulator_elems(d))
-    if best.buffer_elems <= limit:
-        return _as_group_cost(graph, ops, hw, best, int(writes), None, "",
-                              traffic=int(traffic), cycles=int(cycles))
-    sliced = ", every weight streamed in its finest slices" if best.weights else ""
-    reason = (f"needs {best.buffer_elems * d:,} B at best ({best.tiles} "
-              f"tiles{sliced}) > buffer {hw.buffer_bytes:,} B")
-    return _as_group_cost(graph, ops, hw, best, int(writes), Failure.OVER_BUFFER, reason,
-                          traffic=int(traffic))
+        hw.macs_per_cycle, hw.dram_latency, not incompatible)
+    streamed = ~resident
+    resident_elems = int(first[resident].sum())
+    weight_buffer = resident_elems + int(first[streamed].max(initial=0))
+    slices_of = tuple(zip(w_ops[streamed].tolist(),
+                          ["in" if sp else "out" for sp in split[streamed].tolist()],
+                          slices[streamed].tolist(), strict=True))
+    fits = buffer_elems <= limit and not incompatible
+    reason, failure = incompatible, Failure.BRR_INCOMPATIBLE if incompatible else None
+    if not fits and not incompatible:
+        failure = Failure.OVER_BUFFER
+        sliced = ", every weight streamed in its finest slices" if len(w_ops) else ""
+        reason = (f"needs {int(buffer_elems) * d:,} B at best ({int(tiles)} "
+                  f"tiles{sliced}) > buffer {hw.buffer_bytes:,} B")
+    act, weight_reads, writes, macs = int(act), int(weight_reads), int(writes), int(macs)
+    dram = (act + weight_reads + writes) * d
+    return GroupCost(
+        scheme=Scheme.BRR, ops=ops, buffer_bytes=int(buffer_elems) * d,
+        weight_buffer_bytes=weight_buffer * d, dram_act_read=act * d,
+        dram_weight_read=weight_reads * d, dram_write=writes * d, macs=macs, fits=fits,
+        reason=reason,
+        timing=timing(dram, int(traffic) * d + dram, macs, hw, int(cycles) if fits else 0),
+        tiles=int(tiles), weights_streamed=bool(streamed.any()),
+        failure=failure, resident_weight_bytes=resident_elems * d,
+        weight_slices=slices_of)
 
 
 def _as_group_cost(graph: ComputeGraph, ops: tuple[int, ...], hw: HardwareConfig,
