@@ -68,6 +68,7 @@ __all__ = [
     "list_presets",
     "format_size",
     "load_hw",
+    "load_yaml",
     "parse_size",
     "preset_dir",
 ]
@@ -628,15 +629,17 @@ class _UniqueKeyLoader(yaml.SafeLoader):
             seen.add(key)
         return super().construct_mapping(node, deep=deep)
 
+    max_nodes = limits.MAX_YAML_NODES
+
     def compose_document(self) -> yaml.Node:  # type: ignore[override]
         node = super().compose_document()
-        _check_expansion(node)
+        _check_expansion(node, self.max_nodes)
         return node
 
 
-def _check_expansion(root: yaml.Node) -> None:
-    """Refuse a document whose aliases expand to more than `limits.MAX_YAML_NODES` nodes
-    (billion laughs); counted over the shared node graph without expanding or recursing."""
+def _check_expansion(root: yaml.Node, limit: int = limits.MAX_YAML_NODES) -> None:
+    """Refuse a document whose aliases expand to more than `limit` nodes (billion laughs);
+    counted over the shared node graph without expanding or recursing."""
     size: dict[int, int] = {}
     stack: list[tuple[yaml.Node, bool]] = [(root, False)]
     while stack:
@@ -646,10 +649,10 @@ def _check_expansion(root: yaml.Node) -> None:
         children = _children(node)
         if done or not children:
             total = 1 + sum(size.get(id(c), 0) for c in children)
-            if total > limits.MAX_YAML_NODES:
+            if total > limit:
                 raise yaml.constructor.ConstructorError(
-                    None, None, f"expands to more than {limits.MAX_YAML_NODES:,} values "
-                    "(aliases)", node.start_mark)
+                    None, None, f"expands to more than {limit:,} values (aliases)",
+                    node.start_mark)
             size[id(node)] = total
             continue
         stack.append((node, True))
@@ -664,7 +667,8 @@ def _children(node: yaml.Node) -> list[yaml.Node]:
     return []
 
 
-def _check_yaml_depth(text: str, origin: str) -> None:
+def _check_yaml_depth(text: str, origin: str,
+                      error: type[InputError] = HardwareConfigError) -> None:
     """Refuse nesting deeper than `limits.MAX_YAML_DEPTH` from the parser's events (the
     parser keeps a stack, the composer recurses), before anything is built."""
     depth = 0
@@ -672,20 +676,40 @@ def _check_yaml_depth(text: str, origin: str) -> None:
         if isinstance(event, yaml.CollectionStartEvent):
             depth += 1
             if depth > limits.MAX_YAML_DEPTH:
-                raise HardwareConfigError(f"{origin}: nested more than "
-                                          f"{limits.MAX_YAML_DEPTH} levels deep")
+                raise error(f"{origin}: nested more than {limits.MAX_YAML_DEPTH} levels deep")
         elif isinstance(event, yaml.CollectionEndEvent):
             depth -= 1
 
 
-def _yaml_error(origin: str, err: yaml.YAMLError) -> HardwareConfigError:
+def _yaml_error(origin: str, err: yaml.YAMLError,
+                error: type[InputError] = HardwareConfigError) -> InputError:
     mark = getattr(err, "problem_mark", None)
     where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
     problem = getattr(err, "problem", None) or str(err)
     context, start = getattr(err, "context", None), getattr(err, "context_mark", None)
     if context and start is not None and (mark is None or start.line != mark.line):
         problem += f" ({context} at line {start.line + 1})"
-    return HardwareConfigError(f"{origin}: {where}malformed YAML: {problem}")
+    return error(f"{origin}: {where}malformed YAML: {limits.escape_controls(problem)[:200]}")
+
+
+def load_yaml(text: str, origin: str, error: type[InputError] = HardwareConfigError,
+              max_nodes: int = limits.MAX_YAML_NODES) -> Any:
+    """A YAML document read safely: nesting deeper than `limits.MAX_YAML_DEPTH` is refused
+    before anything is built, aliases expanding to more than `max_nodes` values (billion
+    laughs), duplicate keys and tags other than the plain ones (``!!python/...``) are refused;
+    every refusal is one `error` line naming `origin` (and the line and column)."""
+    loader = type("_Loader", (_UniqueKeyLoader,), {"max_nodes": max_nodes})
+    try:
+        _check_yaml_depth(text, origin, error)
+        return yaml.load(text, Loader=loader)  # noqa: S506 - a SafeLoader subclass
+    except yaml.YAMLError as err:
+        raise _yaml_error(origin, err, error) from err
+    except RecursionError as err:
+        raise error(f"{origin}: nested too deeply") from err
+    except InputError:
+        raise
+    except ValueError as err:  # an integer over Python's 4,300 digits
+        raise error(f"{origin}: a number of more than 4,300 digits") from err
 
 
 def _read_text(path: Traversable, origin: str) -> str:
@@ -699,12 +723,7 @@ def _read_text(path: Traversable, origin: str) -> str:
 
 
 def _read_yaml(path: Traversable, origin: str) -> dict[str, Any]:
-    text = _read_text(path, origin)
-    try:
-        _check_yaml_depth(text, origin)
-        doc = yaml.load(text, Loader=_UniqueKeyLoader)
-    except yaml.YAMLError as err:
-        raise _yaml_error(origin, err) from err
+    doc = load_yaml(_read_text(path, origin), origin)
     if not isinstance(doc, dict):
         got = "nothing" if doc is None else f"a {type(doc).__name__} ({_show(doc)})"
         raise HardwareConfigError(f"{origin}: must be a mapping of keys to values, got {got}")

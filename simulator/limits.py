@@ -16,7 +16,15 @@ them:
   extreme on purpose pass ``--allow-extreme-hw`` (or set ``FUSION_DSE_ALLOW_EXTREME_HW=1``):
   the wide, numerically safe ranges (`HW_HARD_RANGES`) then apply instead, and those are never
   lifted, because beyond them the cost arithmetic overflows or loses all precision;
-* the search budget (`MAX_BUDGET`).
+* the search budget (`MAX_BUDGET`);
+* sweeps: values per axis (`MAX_AXIS_VALUES`), points per sweep (`MAX_SWEEP_POINTS`), seeds
+  (`MAX_SEED`), worker processes (`max_workers`), sweep names (`MAX_SWEEP_NAME_CHARS`) and how
+  long a locked store is waited for (`STORE_LOCK_WAIT_S`);
+* tensors of an imported graph (`MAX_TENSOR_ELEMS`) and constants an importer computes
+  (`MAX_FOLD_ELEMS`);
+* JSON numbers (`MAX_JSON_INT_DIGITS`, finite floats only);
+* what an error line shows of an input (`shown`, `MAX_ERROR_CHARS`, control characters
+  escaped by `escape_controls`).
 """
 
 from __future__ import annotations
@@ -36,6 +44,19 @@ from simulator.errors import InputError
 
 __all__ = [
     "EXTREME_HW_ENV",
+    "MAX_AXIS_VALUES",
+    "MAX_ERROR_CHARS",
+    "MAX_FOLD_ELEMS",
+    "MAX_JSON_INT_DIGITS",
+    "MAX_SEED",
+    "MAX_SWEEP_NAME_CHARS",
+    "MAX_SWEEP_POINTS",
+    "MAX_TENSOR_ELEMS",
+    "STORE_LOCK_WAIT_S",
+    "escape_controls",
+    "max_workers",
+    "one_line",
+    "shown",
     "HW_HARD_RANGES",
     "HW_RANGES",
     "MAX_BUDGET",
@@ -52,6 +73,8 @@ __all__ = [
     "check_name",
     "extreme_hw_allowed",
     "load_json_file",
+    "load_json_text",
+    "read_bytes",
     "read_text",
 ]
 
@@ -62,6 +85,7 @@ MAX_FILE_BYTES = {
     "graph": 256 * MIB,
     "hardware config": 1 * MIB,
     "onnx": 4 * GIB,
+    "sweep spec": 1 * MIB,
 }
 """Largest file read, by kind (an ONNX file may hold large weights; the others are text)."""
 
@@ -79,6 +103,31 @@ MAX_DIM = 2**20
 """Largest single input dimension."""
 MAX_BUDGET = 10**8
 """Largest search budget (plans proposed and evaluated); 10^8 plans take days."""
+MAX_TENSOR_ELEMS = 2**31
+"""Most elements of any tensor of an imported graph (16 x `MAX_INPUT_ELEMS`: the activations
+of a network whose input is at the limit), checked after shape inference."""
+MAX_FOLD_ELEMS = MAX_INPUT_ELEMS
+"""Most elements of one constant an importer computes from the model's constants (ONNX
+constant folding: ConstantOfShape, Range, Expand, ...), checked before it is computed."""
+MAX_JSON_INT_DIGITS = 19
+"""Longest integer in a JSON document (every count the tool keeps fits in 64 bits)."""
+MAX_AXIS_VALUES = 10_000
+"""Most values of one sweep axis (a range is counted before it is expanded)."""
+MAX_SWEEP_POINTS = 100_000
+"""Most points of one sweep: the product of its axes plus its include entries, counted before
+any point is made (exclusions are not subtracted)."""
+MAX_SEED = 2**63 - 1
+"""Largest seed (a seed is stored in a 64-bit SQLite integer)."""
+MAX_SWEEP_NAME_CHARS = 100
+"""Longest sweep name."""
+WORKERS_PER_CORE = 2
+"""An embedded Dask cluster has at most this many worker processes per CPU core."""
+MAX_CLUSTER_WORKERS = 10_000
+"""Largest ``--workers`` given with ``--scheduler`` (it only scales ``--dry-run``'s estimate)."""
+STORE_LOCK_WAIT_S = 10.0
+"""Seconds a sweep waits for a store another writer has locked before it says so."""
+MAX_ERROR_CHARS = 1_000
+"""Longest error line (the rest is cut; a quoted input shows only its start, `shown`)."""
 
 _HW_FIELD_RANGES: dict[str, tuple[tuple[float, float], tuple[float, float]]] = {
     # field:            (physically meaningful), (numerically safe)
@@ -104,6 +153,39 @@ _JSON_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
 
 EXTREME_HW_ENV = "FUSION_DSE_ALLOW_EXTREME_HW"
 _EXTREME_HW: contextvars.ContextVar[bool] = contextvars.ContextVar("extreme_hw", default=False)
+
+
+def max_workers() -> int:
+    """Most worker processes of an embedded Dask cluster: `WORKERS_PER_CORE` per CPU core."""
+    return WORKERS_PER_CORE * (os.cpu_count() or 1)
+
+
+def escape_controls(text: str) -> str:
+    """`text` with every character Python does not print (control and format characters: ESC,
+    NUL, bidirectional overrides, line separators, ...) written as its escape (``\\x1b``,
+    ``\\u202e``), so that a name never drives the terminal or splits an error line."""
+    if text.isprintable():
+        return text
+    return "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii")
+                   for ch in text)
+
+
+def one_line(message: str, limit: int = MAX_ERROR_CHARS) -> str:
+    """`message` as one error line: whitespace runs made one space, control characters
+    escaped (`escape_controls`), cut to `limit` characters (``...`` marks the cut)."""
+    text = escape_controls(" ".join(str(message).split()))
+    return text if len(text) <= limit else text[:limit - 4] + " ..."
+
+
+def shown(value: Any, limit: int = 60) -> str:
+    """`value` quoted for an error line: its repr, cut to `limit` characters (``'abc...'``),
+    control characters escaped."""
+    text = value if isinstance(value, str) else repr(value)
+    if isinstance(value, str):
+        quoted = repr(text[:limit]) + ("..." if len(text) > limit else "")
+    else:
+        quoted = text[:limit] + ("..." if len(text) > limit else "")
+    return escape_controls(quoted)
 
 
 def extreme_hw_allowed() -> bool:
@@ -207,15 +289,35 @@ def check_json_depth(text: str, where: str, limit: int = MAX_JSON_DEPTH,
 def load_json_file(path: str | os.PathLike[str], kind: str, where: str,
                    error: type[InputError] = InputError) -> Any:
     """A JSON document read with `read_text` and `check_json_depth`; NaN and Infinity are
-    refused (they are not JSON)."""
-    text = read_text(path, kind, where, error)
+    refused (they are not JSON), and so are numbers out of range (`load_json_text`)."""
+    return load_json_text(read_text(path, kind, where, error), where, error)
+
+
+def load_json_text(text: str, where: str, error: type[InputError] = InputError) -> Any:
+    """A JSON document from `text`, checked for depth first (`check_json_depth`); refuses
+    ``NaN`` and ``Infinity``, a number that overflows a float (``1e400``) and an integer of
+    more than `MAX_JSON_INT_DIGITS` digits (Python would refuse 4,300 digits with a
+    ValueError, and no count the tool keeps needs more than 64 bits)."""
     check_json_depth(text, where, error=error)
 
     def no_constant(name: str) -> Any:
         raise error(f"{where}: {name} is not a JSON number")
 
+    def finite(number: str) -> float:
+        value = float(number)
+        if not math.isfinite(value):
+            raise error(f"{where}: the number {shown(number, 30)} is out of range")
+        return value
+
+    def bounded(number: str) -> int:
+        if len(number.lstrip("-")) > MAX_JSON_INT_DIGITS:
+            raise error(f"{where}: an integer of {len(number.lstrip('-')):,} digits is out of "
+                        f"range (at most {MAX_JSON_INT_DIGITS})")
+        return int(number)
+
     try:
-        return json.loads(text, parse_constant=no_constant)
+        return json.loads(text, parse_constant=no_constant, parse_float=finite,
+                          parse_int=bounded)
     except json.JSONDecodeError as err:
         raise error(f"{where} is not valid JSON: {err}") from err
     except RecursionError as err:

@@ -22,7 +22,6 @@ from typing import Any
 import networkx as nx
 
 from simulator.errors import InputError
-from simulator.limits import check_json_depth
 
 __all__ = [
     "ComputeGraph",
@@ -214,25 +213,9 @@ class Op(OpFields):
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Op:
-        """Inverse of `to_dict`; refuses negative or zero sizes (`GraphError`)."""
-        return _checked(cls(
-            id=int(d["id"]),
-            name=str(d["name"]),
-            kind=OpKind(d["kind"]),
-            op_type=str(d["op_type"]),
-            inputs=tuple(int(i) for i in d["inputs"]),
-            input_shapes=tuple(tuple(int(x) for x in s) for s in d["input_shapes"]),
-            output_shape=tuple(int(x) for x in d["output_shape"]),
-            kernel=_pair(d.get("kernel", (1, 1))),
-            stride=_pair(d.get("stride", (1, 1))),
-            padding=tuple(int(x) for x in d.get("padding", (0, 0, 0, 0))),
-            dilation=_pair(d.get("dilation", (1, 1))),
-            groups=int(d.get("groups", 1)),
-            weight_elems=int(d.get("weight_elems", 0)),
-            macs=int(d.get("macs", 0)),
-            mapping=MappingType(d["mapping"]),
-            attrs=freeze_attrs(d.get("attrs", {})),
-        ))
+        """Inverse of `to_dict`, strict: every field of the type `to_dict` writes and within
+        its range (`_DocReader`); refuses negative or zero sizes (`GraphError`)."""
+        return _DocReader().op(d, 0)
 
 
 def _checked(op: Op) -> Op:
@@ -257,10 +240,178 @@ def _pair(v: Sequence[int]) -> tuple[int, int]:
 
 
 def freeze_attrs(attrs: Mapping[str, Any]) -> tuple[tuple[str, Any], ...]:
-    """Attributes as a sorted tuple of pairs, lists turned into tuples (hashable, comparable)."""
-    return tuple(
-        sorted((str(k), tuple(v) if isinstance(v, list) else v) for k, v in attrs.items())
-    )
+    """Attributes as a sorted tuple of pairs, lists turned into tuples at every depth
+    (hashable, comparable)."""
+    return tuple(sorted((str(k), _frozen(v)) for k, v in attrs.items()))
+
+
+def _frozen(value: Any) -> Any:
+    return tuple(_frozen(v) for v in value) if isinstance(value, (list, tuple)) else value
+
+
+_OP_KEYS = frozenset({"id", "name", "kind", "op_type", "inputs", "input_shapes",
+                      "output_shape", "kernel", "stride", "padding", "dilation", "groups",
+                      "weight_elems", "macs", "mapping", "attrs"})
+_DOC_KEYS = frozenset({"format", "version", "name", "inputs", "outputs", "ops"})
+_MAX_COUNT = 2**62  # weights or MACs of one op
+_MAX_TEXT = 1024  # characters of a name or an attribute string
+_MAX_RANK = 8
+
+
+class _DocReader:
+    """Strict reader of a graph document (`ComputeGraph.from_dict`): every value has the JSON
+    type `to_dict` writes (no coercion: ``111.5``, ``true``, ``null`` or ``"3"`` where an
+    integer belongs are refused, and so is a float where text belongs), every number lies in
+    its range (dimensions 1 to `limits.MAX_DIM`, a tensor at most `limits.MAX_TENSOR_ELEMS`
+    elements, counts at most 2^62), unknown keys are refused; each refusal is one
+    `GraphError` naming the op and the key."""
+
+    def __init__(self) -> None:
+        self.where = "malformed graph document"
+
+    def fail(self, what: str) -> GraphError:
+        return GraphError(f"{self.where}: {what}")
+
+    def mapping(self, value: Any, what: str) -> Mapping[str, Any]:
+        if not isinstance(value, Mapping):
+            raise self.fail(f"{what} must be an object, got {_shown(value)}")
+        return value
+
+    def get(self, d: Mapping[str, Any], key: str) -> Any:
+        if key not in d:
+            raise self.fail(f"missing key {key!r}")
+        return d[key]
+
+    def integer(self, value: Any, what: str, lo: int, hi: int) -> int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise self.fail(f"{what} must be an integer, got {_shown(value)}")
+        if not lo <= value <= hi:
+            raise self.fail(f"{what} = {_shown(value)} is outside {lo:,}..{hi:,}")
+        return value
+
+    def text(self, value: Any, what: str) -> str:
+        if not isinstance(value, str):
+            raise self.fail(f"{what} must be text, got {_shown(value)}")
+        if len(value) > _MAX_TEXT:
+            raise self.fail(f"{what} is longer than {_MAX_TEXT} characters")
+        return value
+
+    def items(self, value: Any, what: str, count: int | None = None,
+              most: int | None = None) -> list[Any]:
+        if not isinstance(value, list):
+            raise self.fail(f"{what} must be a list, got {_shown(value)}")
+        if count is not None and len(value) != count:
+            raise self.fail(f"{what} must have {count} values, got {len(value)}")
+        if most is not None and len(value) > most:
+            raise self.fail(f"{what} has {len(value):,} values; at most {most:,}")
+        return value
+
+    def shape(self, value: Any, what: str) -> Shape:
+        from simulator.limits import MAX_DIM, MAX_TENSOR_ELEMS
+
+        dims = self.items(value, what, most=_MAX_RANK)
+        out = tuple(self.integer(d, f"{what}[{k}]", 1, MAX_DIM) for k, d in enumerate(dims))
+        if math.prod(out) > MAX_TENSOR_ELEMS:
+            raise self.fail(f"{what} {list(out)} has {math.prod(out):,} elements; at most "
+                            f"{MAX_TENSOR_ELEMS:,} (docs/limits.md)")
+        return out
+
+    def ints(self, value: Any, what: str, count: int, lo: int, hi: int) -> tuple[int, ...]:
+        return tuple(self.integer(v, f"{what}[{k}]", lo, hi)
+                     for k, v in enumerate(self.items(value, what, count)))
+
+    def enum(self, value: Any, what: str, kind: type[StrEnum]) -> Any:
+        text = self.text(value, what)
+        try:
+            return kind(text)
+        except ValueError:
+            choices = ", ".join(m.value for m in kind)
+            raise self.fail(f"{what} {_shown(text)} is not one of {choices}") from None
+
+    def attr(self, value: Any, what: str, depth: int = 0) -> Any:
+        if value is None or isinstance(value, (bool, int)):
+            return self.integer(value, what, -_MAX_COUNT, _MAX_COUNT) \
+                if isinstance(value, int) and not isinstance(value, bool) else value
+        if isinstance(value, float):
+            if not math.isfinite(value):
+                raise self.fail(f"{what} is not a finite number")
+            return value
+        if isinstance(value, str):
+            return self.text(value, what)
+        if isinstance(value, list) and depth < 2:
+            return tuple(self.attr(v, f"{what}[{k}]", depth + 1)
+                         for k, v in enumerate(self.items(value, what, most=4096)))
+        raise self.fail(f"{what} must be a number, text or a list of them, got "
+                        f"{_shown(value)}")
+
+    def op(self, d: Any, index: int) -> Op:
+        from simulator.limits import MAX_DIM
+
+        d = self.mapping(d, f"op {index}")
+        self.where = f"malformed graph document: op {index}"
+        name = self.text(self.get(d, "name"), "name")
+        self.where = f"malformed graph document: op {index} {_shown(name)}"
+        unknown = sorted(set(d) - _OP_KEYS)
+        if unknown:
+            raise self.fail(f"unknown key {_shown(unknown[0])}")
+        inputs = self.items(self.get(d, "inputs"), "inputs", most=100_000)
+        op = Op(
+            id=self.integer(self.get(d, "id"), "id", 0, 2**31),
+            name=name,
+            kind=self.enum(self.get(d, "kind"), "kind", OpKind),
+            op_type=self.text(self.get(d, "op_type"), "op_type"),
+            inputs=tuple(self.integer(r, f"inputs[{k}]", -2**31, 2**31)
+                         for k, r in enumerate(inputs)),
+            input_shapes=tuple(self.shape(s, f"input_shapes[{k}]") for k, s in
+                               enumerate(self.items(self.get(d, "input_shapes"),
+                                                    "input_shapes", most=100_000))),
+            output_shape=self.shape(self.get(d, "output_shape"), "output_shape"),
+            kernel=self.ints(d.get("kernel", [1, 1]), "kernel", 2, 1, MAX_DIM),
+            stride=self.ints(d.get("stride", [1, 1]), "stride", 2, 1, MAX_DIM),
+            padding=self.ints(d.get("padding", [0, 0, 0, 0]), "padding", 4, 0, MAX_DIM),
+            dilation=self.ints(d.get("dilation", [1, 1]), "dilation", 2, 1, MAX_DIM),
+            groups=self.integer(d.get("groups", 1), "groups", 1, MAX_DIM),
+            weight_elems=self.integer(d.get("weight_elems", 0), "weight_elems", 0, _MAX_COUNT),
+            macs=self.integer(d.get("macs", 0), "macs", 0, _MAX_COUNT),
+            mapping=self.enum(self.get(d, "mapping"), "mapping", MappingType),
+            attrs=freeze_attrs({self.text(k, "an attribute name"): self.attr(v, f"attrs.{k}")
+                                for k, v in self.mapping(d.get("attrs", {}),
+                                                         "attrs").items()}),
+        )
+        self.where = "malformed graph document"
+        return _checked(op)
+
+    def graph(self, d: Any) -> dict[str, Any]:
+        d = self.mapping(d, "the document")
+        fmt = d.get("format")
+        if fmt != GRAPH_FORMAT:
+            raise GraphError(f"not a fusion-dse graph document (format={_shown(fmt)})")
+        version = d.get("version")
+        if type(version) is not int or version != GRAPH_FORMAT_VERSION:
+            raise GraphError(f"unsupported graph format version {_shown(version)}")
+        unknown = sorted(set(d) - _DOC_KEYS)
+        if unknown:
+            raise self.fail(f"unknown key {_shown(unknown[0])}")
+        inputs = [self.mapping(i, f"inputs[{k}]") for k, i in
+                  enumerate(self.items(self.get(d, "inputs"), "inputs", most=1024))]
+        ops = self.items(self.get(d, "ops"), "ops", most=10_000_000)
+        return {
+            "name": self.text(self.get(d, "name"), "name"),
+            "ops": tuple(self.op(o, k) for k, o in enumerate(ops)),
+            "input_shapes": tuple(self.shape(self.get(i, "shape"), f"inputs[{k}].shape")
+                                  for k, i in enumerate(inputs)),
+            "outputs": tuple(self.integer(o, f"outputs[{k}]", 0, 2**31) for k, o in
+                             enumerate(self.items(self.get(d, "outputs"), "outputs",
+                                                  most=10_000_000))),
+            "input_names": tuple(self.text(self.get(i, "name"), f"inputs[{k}].name")
+                                 for k, i in enumerate(inputs)),
+        }
+
+
+def _shown(value: Any) -> str:
+    from simulator.limits import shown
+
+    return shown(value, 40)
 
 
 @dataclass(frozen=True)
@@ -518,32 +669,17 @@ class ComputeGraph:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> ComputeGraph:
-        """Inverse of `to_dict`; raises `GraphError` on a malformed document."""
-        if d.get("format") != GRAPH_FORMAT:
-            raise GraphError(f"not a fusion-dse graph document (format={d.get('format')!r})")
-        if d.get("version") != GRAPH_FORMAT_VERSION:
-            raise GraphError(f"unsupported graph format version {d.get('version')!r}")
-        try:
-            return cls(
-                name=str(d["name"]),
-                ops=tuple(Op.from_dict(o) for o in d["ops"]),
-                input_shapes=tuple(tuple(int(x) for x in i["shape"]) for i in d["inputs"]),
-                outputs=tuple(int(o) for o in d["outputs"]),
-                input_names=tuple(str(i["name"]) for i in d["inputs"]),
-            )
-        except (KeyError, TypeError, ValueError) as err:
-            if isinstance(err, GraphError):
-                raise
-            raise GraphError(f"malformed graph document: {type(err).__name__}: {err}") from err
+        """Inverse of `to_dict`; raises `GraphError` on a malformed document: read strictly
+        (`_DocReader`: no value of another type is coerced, every number in its range)."""
+        return cls(**_DocReader().graph(d))
 
     @classmethod
     def from_json(cls, text: str) -> ComputeGraph:
-        """Parse a graph from the JSON `to_json` writes."""
-        check_json_depth(text, "graph JSON", error=GraphError)
-        try:
-            return cls.from_dict(json.loads(text))
-        except json.JSONDecodeError as err:
-            raise GraphError(f"graph JSON is not valid JSON: {err}") from err
+        """Parse a graph from the JSON `to_json` writes (numbers out of range refused,
+        `simulator.limits.load_json_text`)."""
+        from simulator.limits import load_json_text
+
+        return cls.from_dict(load_json_text(text, "graph JSON", GraphError))
 
     def __repr__(self) -> str:
         return (f"ComputeGraph({self.name!r}, {len(self.ops)} ops, "

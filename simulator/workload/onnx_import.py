@@ -16,6 +16,16 @@ when it left tensors without a static shape.
 Shape inference runs on a light copy of the model (nodes sorted, inputs fixed, large weights
 reduced to their dimensions), so its cost does not grow with the weights and models over
 protobuf's 2 GB limit (stored with external data) import too.
+
+The file is untrusted input (docs/limits.md): its opset must lie between `MIN_OPSET` and the
+newest the installed onnx knows; every initializer's (and Constant's) declared size is checked
+against the data it holds, external data included (a file inside the model's folder, offset
+and length inside that file) before anything is read; declared input shapes obey the input
+limits; a constant is folded only when its size is known beforehand and within
+`limits.MAX_FOLD_ELEMS` (all large folds together too), so a small model cannot make the
+importer materialise gigabytes (ConstantOfShape, Range, Expand, Tile, a broadcast); every
+op's tensor is checked against `limits.MAX_TENSOR_ELEMS` and refused with a zero dimension,
+and a Reshape must keep its element count.
 """
 
 from __future__ import annotations
@@ -116,7 +126,6 @@ def _import(path: str | os.PathLike[str], input_shape: Sequence[int] | None, fol
     where = str(path)
     wanted = None if input_shape is None else _check_input_shape(input_shape)
     model = _load(where)
-    _check_opset(model, where)
     order = _node_order(model.graph, where)
     inputs = _resolve_inputs(model.graph, wanted, where)
     graph = _shaped_graph(model, order, inputs, where)
@@ -161,25 +170,133 @@ def _check_input_shape(shape: Sequence[int] | str) -> Shape:
 
 
 def _load(where: str) -> onnx.ModelProto:
+    """The model of the file at `where`, checked before its external data is read: opset
+    (`_check_opset`), every tensor's declared size against its data (`_check_tensors`)."""
     if not os.path.isfile(where):
         raise ModelFileError(f"ONNX model file {where} does not exist or is not a file")
     if os.path.getsize(where) > limits.MAX_FILE_BYTES["onnx"]:
         raise ModelFileError(f"ONNX model file {where} is over "
                              f"{limits.MAX_FILE_BYTES['onnx']:,} bytes")
     try:
-        model = onnx.load(where)
+        model = onnx.load(where, load_external_data=False)
     except DecodeError as err:
         raise ModelFileError(f"{where} is not a valid ONNX model: the protobuf cannot be "
                              f"parsed ({_first_line(err)})") from err
-    except onnx.checker.ValidationError as err:
-        raise ModelFileError(f"ONNX model {where}: its external data cannot be loaded: "
-                             f"{_first_line(err)}") from err
     except OSError as err:
-        raise ModelFileError(f"ONNX model {where} (or its external data) cannot be read: "
+        raise ModelFileError(f"ONNX model {where} cannot be read: "
                              f"{err.strerror or err}: {err.filename or where}") from err
     if not model.HasField("graph") or not model.graph.node:
         raise ModelFileError(f"{where} is empty or not an ONNX model (it has no graph nodes)")
+    _check_opset(model, where)
+    external = _check_tensors(model, where)
+    if external:
+        from onnx.external_data_helper import load_external_data_for_model
+
+        try:
+            load_external_data_for_model(model, os.path.dirname(os.path.abspath(where)))
+        except (onnx.checker.ValidationError, ValueError) as err:
+            raise ModelFileError(f"ONNX model {where}: its external data cannot be loaded: "
+                                 f"{_first_line(err)}") from err
+        except OSError as err:
+            raise ModelFileError(f"ONNX model {where}: its external data cannot be read: "
+                                 f"{err.strerror or err}: {err.filename or where}") from err
     return model
+
+
+def _model_tensors(model: onnx.ModelProto) -> Iterator[tuple[onnx.TensorProto, str]]:
+    """Every tensor the top-level graph stores: initializers and Constant values."""
+    for t in model.graph.initializer:
+        yield t, f"initializer {limits.shown(t.name, 60)}"
+    for t in model.graph.sparse_initializer:
+        yield t.values, f"sparse initializer {limits.shown(t.values.name, 60)}"
+    for node in model.graph.node:
+        if node.op_type == "Constant" and node.domain in _DEFAULT_DOMAINS:
+            for a in node.attribute:
+                if a.type == onnx.AttributeProto.TENSOR:
+                    yield a.t, f"Constant node {limits.shown(_label(node), 60)}"
+
+
+def _check_tensors(model: onnx.ModelProto, where: str) -> bool:
+    """Refuse a tensor whose declared dimensions disagree with the data it holds (none, too
+    little, too much; external data outside the model's folder, or past the end of its
+    file); returns whether any tensor keeps its data in an external file."""
+    folder = os.path.dirname(os.path.abspath(where))
+    external = False
+    for tensor, what in _model_tensors(model):
+        dims = tuple(tensor.dims)
+        if any(d < 0 for d in dims):
+            raise ModelFileError(f"ONNX model {where}: {what} has a negative dimension {dims}")
+        elems = math.prod(dims)
+        itemsize = _itemsize(tensor.data_type)
+        if itemsize is None:
+            continue  # strings and packed 4-bit types: sizes not fixed per element
+        needed = elems * itemsize
+        if needed > limits.MAX_FILE_BYTES["onnx"]:
+            raise ModelFileError(f"ONNX model {where}: {what} declares {elems:,} elements "
+                                 f"({'x'.join(map(str, dims))}), more than the file limit "
+                                 "holds")
+        if tensor.data_location == onnx.TensorProto.EXTERNAL:
+            external = True
+            _check_external(tensor, what, needed, folder, where)
+            continue
+        held = _held(tensor, itemsize)
+        if held != needed:
+            got = "no data" if held == 0 else f"{held:,} bytes of data"
+            raise ModelFileError(f"ONNX model {where}: {what} declares {elems:,} elements "
+                                 f"({'x'.join(map(str, dims)) or 'a scalar'}, {needed:,} "
+                                 f"bytes) but holds {got}")
+    return external
+
+
+def _itemsize(data_type: int) -> int | None:
+    if data_type in (onnx.TensorProto.STRING, onnx.TensorProto.UNDEFINED) \
+            or data_type in _PACKED_TYPES:
+        return None
+    try:
+        return int(helper.tensor_dtype_to_np_dtype(data_type).itemsize)
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+_PACKED_TYPES = frozenset(getattr(onnx.TensorProto, n) for n in
+                          ("INT4", "UINT4", "FLOAT4E2M1", "INT2", "UINT2")
+                          if hasattr(onnx.TensorProto, n))
+
+
+def _held(tensor: onnx.TensorProto, itemsize: int) -> int:
+    """Bytes of data `tensor` holds in the file (raw, or its typed field counted in the
+    element size of its type)."""
+    if tensor.HasField("raw_data"):
+        return len(tensor.raw_data)
+    field_name = helper.tensor_dtype_to_field(tensor.data_type)
+    values = len(getattr(tensor, field_name))
+    complex_ = tensor.data_type in (onnx.TensorProto.COMPLEX64, onnx.TensorProto.COMPLEX128)
+    return values * itemsize // 2 if complex_ else values * itemsize
+
+
+def _check_external(tensor: onnx.TensorProto, what: str, needed: int, folder: str,
+                    where: str) -> None:
+    info = {e.key: e.value for e in tensor.external_data}
+    location = info.get("location", "")
+    path = os.path.realpath(os.path.join(folder, location))
+    if not location or os.path.isabs(location) \
+            or os.path.commonpath([path, os.path.realpath(folder)]) != os.path.realpath(folder):
+        raise ModelFileError(f"ONNX model {where}: {what} keeps its external data in "
+                             f"{limits.shown(location, 80)}, outside the model's folder")
+    if not os.path.isfile(path):
+        raise ModelFileError(f"ONNX model {where}: {what} keeps its external data in "
+                             f"{limits.shown(location, 80)}, which is not a file there")
+    try:
+        offset = int(info.get("offset", "0"))
+        length = int(info["length"]) if "length" in info else needed
+    except ValueError:
+        raise ModelFileError(f"ONNX model {where}: {what} has an external-data offset or "
+                             "length that is not a number") from None
+    size = os.path.getsize(path)
+    if offset < 0 or length != needed or offset + length > size:
+        raise ModelFileError(f"ONNX model {where}: {what} declares {needed:,} bytes at offset "
+                             f"{offset:,} (length {length:,}) of "
+                             f"{limits.shown(location, 80)}, a file of {size:,} bytes")
 
 
 def _first_line(err: BaseException) -> str:
@@ -193,13 +310,22 @@ def _opset(model: onnx.ModelProto) -> int:
 
 
 def _check_opset(model: onnx.ModelProto, where: str) -> None:
+    """The model's ai.onnx opset lies between `MIN_OPSET` and the newest the installed onnx
+    defines (a newer one names ops and attributes this importer cannot know)."""
     versions = [o.version for o in model.opset_import if o.domain in _DEFAULT_DOMAINS]
     if not versions:
         raise ModelFileError(f"ONNX model {where} declares no ai.onnx opset")
+    if len(set(versions)) > 1:
+        raise ModelFileError(f"ONNX model {where} declares the ai.onnx opset twice "
+                             f"({', '.join(map(str, versions))})")
+    newest = onnx.defs.onnx_opset_version()
     if versions[0] < MIN_OPSET:
         raise ModelFileError(f"ONNX model {where} uses opset {versions[0]}, older than the "
                              f"oldest supported ({MIN_OPSET}); re-export it with a newer "
                              "opset or convert it with onnx.version_converter")
+    if versions[0] > newest:
+        raise ModelFileError(f"ONNX model {where} uses ai.onnx opset {versions[0]:,}, newer "
+                             f"than the newest supported ({newest}, onnx {onnx.__version__})")
 
 
 def _shape_model(model: onnx.ModelProto, order: Sequence[int],
@@ -403,6 +529,12 @@ def _resolve_inputs(graph: onnx.GraphProto, wanted: Shape | None,
     for value in real[1:]:
         shapes[value.name] = _other_input_shape(value.name, _declared_dims(value, where),
                                                 first[0], where)
+    for name, shape in shapes.items():  # a declared shape obeys the limits of a given one
+        try:
+            limits.check_input_size(shape, ",".join(map(str, shape)), InputShapeError)
+        except InputShapeError as err:
+            raise InputShapeError(f"ONNX model {where}: input {limits.shown(name, 60)}: "
+                                  f"{err}") from None
     return shapes
 
 
@@ -460,6 +592,8 @@ class _Walk:
         params: Parameter arrays per op name, when the caller asked for them (else None).
         shape_sources: Constant tensors computed from activations' shapes -> the ops or
             network inputs whose shapes they read (a resize's ``size_of``).
+        folded: Elements of the large constants folded so far (at most
+            `limits.MAX_FOLD_ELEMS` in all).
     """
 
     where: str
@@ -480,6 +614,7 @@ class _Walk:
     opset: int = MIN_OPSET
     params: dict[str, dict[str, np.ndarray]] | None = None
     shape_sources: dict[str, frozenset[str]] = field(default_factory=dict)
+    folded: int = 0
 
 
 def _keep(w: _Walk, op_name: str, **arrays: np.ndarray | None) -> None:
@@ -600,6 +735,14 @@ def _fold(w: _Walk, node: onnx.NodeProto) -> list[np.ndarray] | None:
     if any(v is None for v in feeds.values()) \
             or sum(v.size for v in feeds.values()) > _FOLD_LIMIT:
         return None
+    size = _fold_size(w, node, [feeds.get(t) if t else None for t in node.input])
+    if size is not None and size > limits.MAX_FOLD_ELEMS:
+        raise ModelFileError(f"ONNX model {w.where}: node {limits.shown(_label(node), 60)} "
+                             f"({_op_type_text(node)}) computes a constant of {size:,} "
+                             f"elements from constants; at most {limits.MAX_FOLD_ELEMS:,} "
+                             "(the input limit, docs/limits.md)")
+    if size is None or (size > _STUB_ELEMS and w.folded + size > limits.MAX_FOLD_ELEMS):
+        return None  # its value stays unknown: an op that reads it is checked by its shape
     try:
         from onnx.reference import ReferenceEvaluator
 
@@ -608,10 +751,91 @@ def _fold(w: _Walk, node: onnx.NodeProto) -> list[np.ndarray] | None:
             values = ReferenceEvaluator(node, opsets={"": w.opset}).run(None, feeds)
     except Exception:  # noqa: BLE001 - an op the reference cannot run stays unknown
         return None
-    return [np.asarray(v) for v in values]
+    values = [np.asarray(v) for v in values]
+    made = sum(v.size for v in values)
+    if made > _STUB_ELEMS:
+        w.folded += made
+    return values
 
 
 _FOLD_LIMIT = 1 << 26  # elements: constants computed from larger inputs are not evaluated
+_BROADCAST_OPS = frozenset({
+    "Add", "Sub", "Mul", "Div", "Pow", "Mod", "Max", "Min", "Sum", "Mean", "Where", "And",
+    "Or", "Xor", "Equal", "Greater", "Less", "GreaterOrEqual", "LessOrEqual", "PRelu",
+    "BitShift", "BitwiseAnd", "BitwiseOr", "BitwiseXor"})
+_SIZE_KEEPING_OPS = frozenset({
+    "Identity", "Cast", "CastLike", "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose",
+    "Slice", "Neg", "Abs", "Relu", "Sigmoid", "Tanh", "Exp", "Log", "Sqrt", "Floor", "Ceil",
+    "Round", "Sign", "Not", "Reciprocal", "Softmax", "LogSoftmax", "ReduceSum", "ReduceMean",
+    "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2", "ArgMax", "ArgMin",
+    "TopK", "Split", "Clip", "DequantizeLinear", "QuantizeLinear", "Trilu", "CumSum",
+    "ScatterND", "ScatterElements", "GatherElements", "Compress", "Unique", "Erf", "Sin",
+    "Cos", "IsNaN", "IsInf", "HardSigmoid", "LeakyRelu", "Elu", "Selu", "Softplus",
+    "Dropout", "EyeLike", "Size", "Shape"})
+
+
+def _fold_size(w: _Walk, node: onnx.NodeProto,
+               inputs: Sequence[np.ndarray | None]) -> int | None:
+    """Elements a constant-like node's outputs will hold, known before it runs: from its
+    inputs' values and shapes for the ops whose output can outgrow their inputs (the shape
+    a model declares is not trusted for them), the sum of the inputs for ops that never
+    outgrow them, else the static shapes inference gave; None when unknown (not folded)."""
+    op, a = node.op_type, _attrs(node)
+    given = [v for v in inputs if v is not None]
+    try:
+        if op in _SIZE_KEEPING_OPS:
+            return sum(int(v.size) for v in given)
+        if op in _BROADCAST_OPS:
+            return math.prod(np.broadcast_shapes(*(v.shape for v in given)))
+        if op == "ConstantOfShape":
+            dims = [int(d) for d in inputs[0].reshape(-1)]
+            return math.prod(dims) if all(d >= 0 for d in dims) else None
+        if op == "Range":
+            start, limit, delta = (float(np.asarray(v).reshape(-1)[0]) for v in inputs[:3])
+            n = math.ceil((limit - start) / delta) if delta else None
+            return None if n is None or not math.isfinite(n) else max(n, 0)
+        if op == "Expand":
+            dims = tuple(int(d) for d in inputs[1].reshape(-1))
+            return math.prod(np.broadcast_shapes(inputs[0].shape, dims))
+        if op == "Tile":
+            reps = [int(r) for r in inputs[1].reshape(-1)]
+            return math.prod(d * r for d, r in zip(inputs[0].shape, reps, strict=True)) \
+                if all(r >= 0 for r in reps) else None
+        if op == "Concat":
+            return sum(int(v.size) for v in given)
+        if op == "OneHot":
+            return int(inputs[0].size) * int(np.asarray(inputs[1]).reshape(-1)[0])
+        if op == "NonZero":
+            return int(inputs[0].size) * max(inputs[0].ndim, 1)
+        if op == "Gather":
+            data, idx = inputs[0], inputs[1]
+            axis = int(a.get("axis", 0)) % max(data.ndim, 1)
+            return int(data.size // max(data.shape[axis], 1)) * int(idx.size) \
+                if data.shape[axis] else 0
+        if op in ("MatMul", "Gemm"):
+            x, y = inputs[0], inputs[1]
+            if x.ndim < 2 or y.ndim < 2:
+                return max(int(x.size), int(y.size))
+            rows = x.shape[-1] if op == "Gemm" and a.get("transA") else x.shape[-2]
+            cols = y.shape[-2] if op == "Gemm" and a.get("transB") else y.shape[-1]
+            return math.prod(np.broadcast_shapes(x.shape[:-2], y.shape[:-2])) * rows * cols
+        if op in ("RandomNormal", "RandomUniform"):
+            return math.prod(int(d) for d in a.get("shape", ()))
+    except (ValueError, TypeError, IndexError, OverflowError, ZeroDivisionError):
+        return None
+    if op in ("RandomNormalLike", "RandomUniformLike"):
+        return int(given[0].size) if given else None
+    if op == "Pad" and len(inputs) > 1 and inputs[1] is not None and len(inputs) < 4:
+        dims, pads = inputs[0].shape, [int(q) for q in inputs[1].reshape(-1)]
+        if len(pads) != 2 * len(dims):
+            return None
+        return math.prod(max(d + pads[k] + pads[k + len(dims)], 0) for k, d in enumerate(dims))
+    if op in ("Resize", "Upsample", "Pad", "Multinomial", "Bernoulli"):
+        return None  # sizes from values this table does not follow: not folded
+    shapes = [w.shapes.get(o) for o in node.output if o]
+    if not shapes or any(s is None for s in shapes):
+        return None
+    return sum(math.prod(s) for s in shapes)
 
 
 def _is_constant_like(w: _Walk, node: onnx.NodeProto) -> bool:
@@ -704,6 +928,7 @@ def _emit(w: _Walk, node: onnx.NodeProto, kind: OpKind, op_type: str, inputs: Se
     in `refs`); returns its name."""
     out = output or node.output[0]
     shape = _shape(w, out, node)
+    _check_tensor(w, shape, out, node)
     op_name = _claim(w, name or _label(node))
     w.specs[op_name] = OpSpec(name=op_name, kind=kind, op_type=op_type,
                               inputs=(*(w.act[t] for t in inputs), *refs), output_shape=shape,
@@ -711,6 +936,18 @@ def _emit(w: _Walk, node: onnx.NodeProto, kind: OpKind, op_type: str, inputs: Se
     w.act[out] = op_name
     w.uses[op_name] += w.raw_uses[out]
     return op_name
+
+
+def _check_tensor(w: _Walk, shape: Shape, tensor: str, node: onnx.NodeProto) -> None:
+    """An op's tensor after shape inference: no zero dimension (a zero-sized weight makes
+    one), at most `limits.MAX_TENSOR_ELEMS` elements."""
+    where = (f"ONNX model {w.where}: tensor {limits.shown(tensor, 60)} at node "
+             f"{limits.shown(_label(node), 60)} ({_op_type_text(node)})")
+    if not shape or min(shape) < 1:
+        raise ModelFileError(f"{where} has shape {shape}, with a dimension below 1")
+    if math.prod(shape) > limits.MAX_TENSOR_ELEMS:
+        raise ModelFileError(f"{where} has {math.prod(shape):,} elements {shape}; at most "
+                             f"{limits.MAX_TENSOR_ELEMS:,} (docs/limits.md)")
 
 
 def _alias(w: _Walk, out: str, src: str) -> None:
@@ -1123,6 +1360,11 @@ def _matmul(w: _Walk, node: onnx.NodeProto) -> None:
 def _reshape(w: _Walk, node: onnx.NodeProto) -> None:
     x = _data_input(w, node)
     _require_constant(w, node, 1, "target shape")
+    before, after = math.prod(_shape(w, x, node)), math.prod(_shape(w, node.output[0], node))
+    if before != after:
+        raise ModelFileError(f"ONNX model {w.where}: {node.op_type} at node "
+                             f"{limits.shown(_label(node), 60)} turns {before:,} elements into "
+                             f"{after:,}")
     if _shape(w, node.output[0], node) == _shape(w, x, node):
         _alias(w, node.output[0], x)
         return
