@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import warnings
 from collections.abc import Callable, Sequence
@@ -33,7 +34,7 @@ from search.registry import (
 )
 from search.substitution.stages import DEFAULT_STAGES, SUBSTITUTIONS
 from simulator.errors import InputError
-from simulator.limits import allow_extreme_hw
+from simulator.limits import allow_extreme_hw, escape_controls, one_line
 from simulator.scheme import FUSED_SCHEMES, Scheme
 
 __all__ = ["main"]
@@ -78,7 +79,7 @@ def _run_simulate(args: argparse.Namespace) -> str:
 
 def _notes(notes: Sequence[str]) -> None:
     for note in notes:
-        print(f"fusion-dse: note: {note}", file=sys.stderr)
+        print(f"fusion-dse: note: {one_line(note)}", file=sys.stderr)
 
 
 def _write_artifacts(result, plot: str | None, trace: str | None) -> None:
@@ -147,7 +148,7 @@ def _run_rewrite(args: argparse.Namespace) -> str:
 
 
 def _stderr_line(line: str) -> None:
-    print(f"fusion-dse: {line}", file=sys.stderr)
+    print(f"fusion-dse: {one_line(line)}", file=sys.stderr)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -192,7 +193,7 @@ def _run_inspect(args: argparse.Namespace) -> str:
         warnings.simplefilter("always")
         graph = load(args.model, args.input_shape, allow_opaque=args.allow_opaque)
     for w in caught:
-        print(f"fusion-dse: warning: {w.message}", file=sys.stderr)
+        print(f"fusion-dse: warning: {one_line(str(w.message))}", file=sys.stderr)
     if args.format == "json":
         return graph.to_json(indent=2)
     return reports.render(reports.op_table(graph), args.format)
@@ -202,11 +203,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``fusion-dse`` console script; returns the exit status.
 
     Every failure a user can cause ends in one line on stderr: exit status 2 for bad input
-    (`InputError`, an unwritable path, input too deep or too large to handle), 130 for Ctrl-C;
-    anything else is a bug and keeps its traceback (exit status 1).
+    (`InputError`, an unwritable path or stdout, input too deep or too large to handle), 130
+    for Ctrl-C; anything else is a bug and keeps its traceback (exit status 1). The line shows
+    at most `simulator.limits.MAX_ERROR_CHARS` characters, control characters escaped, and
+    so does what is written to stdout (names never drive the terminal).
     """
     try:
-        args = build_parser().parse_args(argv)
+        try:
+            args = build_parser().parse_args(argv)
+        except SystemExit as exit_:  # --help, --version: printed; and to a full stdout?
+            if exit_.code == 0 and (broken := _stdout_broken()) is not None:
+                return _fail(f"cannot write to stdout: {broken}")
+            raise
+        except OSError as err:  # --help or --version written to a full disk or closed pipe
+            _drop_stdout()
+            return _fail(f"cannot write to stdout: {err.strerror or err}")
         run: Callable[[argparse.Namespace], str] = args.run
         with allow_extreme_hw(getattr(args, "allow_extreme_hw", False)):
             out = run(args)
@@ -220,14 +231,48 @@ def main(argv: Sequence[str] | None = None) -> int:
     except MemoryError:
         return _fail("out of memory handling the input (see docs/limits.md)")
     except OSError as err:
+        if _stdout_broken() is not None:
+            return _fail(f"cannot write to stdout: {err.strerror or err}")
         where = f" {err.filename!r}" if err.filename else ""
         return _fail(f"cannot access{where}: {err.strerror or err}")
-    sys.stdout.write(out if out.endswith("\n") else out + "\n")
+    text = out if out.endswith("\n") else out + "\n"
+    try:
+        sys.stdout.write(_terminal_safe(text))
+        sys.stdout.flush()
+    except OSError as err:  # a full disk (> /dev/full), a closed pipe
+        _drop_stdout()
+        return _fail(f"cannot write to stdout: {err.strerror or err}")
     return 0
 
 
+def _terminal_safe(text: str) -> str:
+    """`text` with every control character but newlines and tabs escaped."""
+    return "\n".join("\t".join(escape_controls(part) for part in line.split("\t"))
+                     for line in text.split("\n"))
+
+
+def _stdout_broken() -> str | None:
+    """Why stdout can no longer be written, or None; a broken stdout is pointed at /dev/null,
+    so that the interpreter's last flush prints no traceback."""
+    try:
+        sys.stdout.flush()
+    except OSError as err:
+        _drop_stdout()
+        return err.strerror or str(err)
+    return None
+
+
+def _drop_stdout() -> None:
+    try:
+        fd = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(fd, sys.stdout.fileno())
+        os.close(fd)
+    except (OSError, ValueError, AttributeError):  # not a file (tests capture stdout)
+        pass
+
+
 def _fail(message: str) -> int:
-    print(f"fusion-dse: error: {' '.join(message.split())}", file=sys.stderr)
+    print(f"fusion-dse: error: {one_line(message)}", file=sys.stderr)
     return EXIT_USAGE
 
 

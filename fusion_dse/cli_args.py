@@ -39,8 +39,16 @@ _PARSER_KEYS = ("help", "usage", "description", "epilog")
 class Parser(argparse.ArgumentParser):
     """argparse with one-line errors and exit status 2, like every other bad input."""
 
+    def _print_message(self, message: str, file: Any = None) -> None:
+        """As argparse's, but a failed write is raised (argparse drops it, so ``--help``
+        to a full disk would exit 0 having written nothing)."""
+        if message:
+            (file or sys.stderr).write(message)
+
     def error(self, message: str) -> None:  # type: ignore[override]
-        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
+        from simulator.limits import one_line
+
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {one_line(message)}\n")
 
 
 def time_limit(text: str) -> float | None:

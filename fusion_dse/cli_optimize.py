@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from fusion_dse.cli_args import DEFAULT_OUT_ROOT, hw_overrides, model_and_shape
+from simulator.limits import one_line
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -58,7 +59,7 @@ def run_optimize(args: argparse.Namespace) -> str:
     files = write_outputs(result, out, force=args.force)
     for line in (result.summary.message, *result.summary.notes):
         if line:
-            print(f"fusion-dse: note: {line}", file=sys.stderr)
+            print(f"fusion-dse: note: {one_line(line)}", file=sys.stderr)
     return summary_text(result.summary, out, list(files))
 
 

@@ -28,16 +28,12 @@ def load_sweep(path: str | Path, blobs: bool = False) -> pd.DataFrame:
             ``pareto``).
 
     Raises:
-        InputError: the file does not exist or is not a sweep store.
+        InputError: the file does not exist or is not a sweep store this version reads (it
+            is read without being changed, `store.inspect_store`).
     """
-    import sqlite3
-
     from fusion_dse.sweep.store import SweepStore
 
-    if not Path(path).is_file():
+    if not Path(path).exists():
         raise InputError(f"no sweep store at {str(path)!r}")
-    try:
-        with SweepStore(path) as store:
-            return store.frame(blobs)
-    except sqlite3.DatabaseError as err:
-        raise InputError(f"{str(path)!r} is not a sweep store: {err}") from err
+    with SweepStore(path, read_only=True) as store:
+        return store.frame(blobs)

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from fusion_dse.cli_args import DEFAULT_OUT_ROOT, option_dests
+from simulator import limits
 from simulator.errors import InputError
 
 if TYPE_CHECKING:
@@ -49,9 +50,9 @@ def _spec(args: argparse.Namespace):  # noqa: ANN202 - a SweepSpec
     for item in args.axis_more:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
-            raise InputError(f"--axis {item!r}: expected KEY=VALUES")
+            raise InputError(f"--axis {limits.shown(item)}: expected KEY=VALUES")
         axes[key.strip()] = value.strip()
-    name = args.name or (spec.name if spec else "sweep")
+    name = args.name if args.name is not None else spec.name if spec else "sweep"
     return SweepSpec(name=name, axes=axes, include=spec.include if spec else [],
                      exclude=spec.exclude if spec else [])
 
@@ -60,20 +61,34 @@ def _run_sweep(args: argparse.Namespace) -> str:
     if args.spec == "export":
         return _run_export(args)
     if args.store_arg is not None:
-        raise InputError(f"unexpected argument {args.store_arg!r} (one SPEC.yaml at most)")
-    if args.workers is not None and args.workers <= 0:
-        raise InputError(f"--workers must be positive, got {args.workers}")
-    from fusion_dse.sweep.engine import estimate_seconds, plan_sweep, run_sweep
-    from fusion_dse.sweep.spec import expand, validate_points
-    from fusion_dse.sweep.store import SweepStore
+        raise InputError(f"unexpected argument {limits.shown(args.store_arg)} (one SPEC.yaml "
+                         "at most)")
+    from fusion_dse.outputs import check_out_file
+    from fusion_dse.sweep.engine import (
+        check_scheduler,
+        check_workers,
+        estimate_seconds,
+        plan_sweep,
+        run_sweep,
+    )
+    from fusion_dse.sweep.spec import check_name, expand, validate_points
+    from fusion_dse.sweep.store import SweepStore, inspect_store
 
+    if args.scheduler is not None:
+        check_scheduler(args.scheduler)
+    check_workers(args.workers, args.scheduler, args.dry_run)
     spec = _spec(args)
+    check_name(spec.name, path_free=args.store is None)
     points = expand(spec)
     store = Path(args.store) if args.store else default_store(spec.name)
+    check_out_file(store, "--store" if args.store else "the sweep's store", create_parent=True)
     if args.dry_run:
         validate_points(points)
-        with SweepStore(store if store.exists() else ":memory:") as opened:
-            plan = plan_sweep(points, opened, args.retry_failed)
+        if inspect_store(store) is None:
+            plan = plan_sweep(points, None, args.retry_failed)
+        else:
+            with SweepStore(store, read_only=True) as opened:
+                plan = plan_sweep(points, opened, args.retry_failed)
         workers = args.workers or (1 if args.scheduler else _cores())
         seconds, timed = estimate_seconds(plan, workers)
         _, groups = plan.seed_groups()
@@ -86,10 +101,15 @@ def _run_sweep(args: argparse.Namespace) -> str:
     outcome = run_sweep(points, store, spec.name, args.workers, args.scheduler,
                         args.retry_failed, args.quiet)
     _report_failures(store, outcome.failed)
+    if outcome.interrupted:
+        print(f"fusion-dse: {outcome.interrupted} point(s) interrupted by a dead worker or "
+              "scheduler (stored as interrupted): rerun the sweep to run them", file=sys.stderr)
     copied = (f" ({outcome.copied} copied from the lowest seed of a result no seed can "
               "change)") if outcome.copied else ""
+    lost = (f", {outcome.interrupted} interrupted (lost to a dead worker or scheduler; a "
+            "rerun runs them)") if outcome.interrupted else ""
     return (f"sweep {spec.name}: {outcome.total} points: {outcome.done} done{copied}, "
-            f"{outcome.failed} failed, {outcome.skipped} skipped (already stored); "
+            f"{outcome.failed} failed{lost}, {outcome.skipped} skipped (already stored); "
             f"{_duration(outcome.seconds)} on {outcome.workers} worker(s); store {store}")
 
 
@@ -114,37 +134,67 @@ def _report_failures(store: Path, failed: int) -> None:
     frame = load_sweep(store)
     for _, row in frame[frame["status"] == "failed"].head(5).iterrows():
         run = f" {row['search']} seed {row['seed']}" if pd.notna(row["search"]) else ""
-        print(f"fusion-dse: failed point {row['model']} {row['scheme']}{run}: {row['error']}",
+        line = f"failed point {row['model']} {row['scheme']}{run}: {row['error']}"
+        print(f"fusion-dse: {limits.escape_controls(line)[:limits.MAX_ERROR_CHARS]}",
               file=sys.stderr)
 
 
 def _run_export(args: argparse.Namespace) -> str:
+    from fusion_dse.outputs import atomic_file, check_out_file
     from fusion_dse.sweep import load_sweep
 
     if args.store_arg is None:
         raise InputError("sweep export needs a STORE (fusion-dse sweep export STORE)")
-    frame = load_sweep(args.store_arg)
-    out = Path(args.out) if args.out else Path(args.store_arg).with_suffix(f".{args.format}")
+    store = Path(args.store_arg)
+    out = Path(args.out) if args.out else store.with_suffix(f".{args.format}")
+    check_out_file(out, "--out")
+    if _same_file(out, store):
+        raise InputError(f"--out {str(out)!r} is the store itself; choose another file")
+    if args.format == "parquet" and not _parquet_engine():
+        raise InputError("--format parquet needs pyarrow (pip install pyarrow); use --format "
+                         "csv")
+    frame = load_sweep(store)
     try:
-        if args.format == "csv":
-            frame.to_csv(out, index=False)
-        else:
-            frame.to_parquet(out, index=False)
+        with atomic_file(out) as tmp:
+            if args.format == "csv":
+                frame.to_csv(tmp, index=False)
+            else:
+                frame.to_parquet(tmp, index=False)
     except OSError as err:
-        raise InputError(f"cannot write {str(out)!r}: {err.strerror or err}") from err
+        raise InputError(f"cannot write {str(out)!r}: {err.strerror or err} (any earlier file "
+                         "there is left as it was)") from err
     return f"{len(frame)} points written to {out}"
+
+
+def _same_file(out: Path, store: Path) -> bool:
+    """Whether writing `out` would replace the store (or its journal files)."""
+    try:
+        target = out.resolve()
+        base = store.resolve()
+    except OSError:
+        return False
+    return target in {base, *(Path(f"{base}{s}") for s in ("-wal", "-shm", "-journal"))}
+
+
+def _parquet_engine() -> bool:
+    import importlib.util
+
+    return any(importlib.util.find_spec(m) is not None for m in ("pyarrow", "fastparquet"))
 
 
 # --- plot -----------------------------------------------------------------------------------
 
 
 def _run_plot(args: argparse.Namespace) -> str:
-    from fusion_dse.outputs import check_figure_file
+    from fusion_dse.outputs import check_figure_file, check_out_file
     from fusion_dse.sweep import load_sweep
 
     store = Path(args.store)
-    out = check_figure_file(args.out) if args.out \
-        else store.with_name(f"{store.stem}-{args.kind}.png")
+    out = Path(args.out) if args.out else store.with_name(f"{store.stem}-{args.kind}.png")
+    check_figure_file(out)
+    check_out_file(out, "--out")
+    if _same_file(out, store):
+        raise InputError(f"--out {str(out)!r} is the store itself; choose another file")
     frame = load_sweep(args.store, blobs=args.kind in ("budget", "pareto"))
     from fusion_dse.sweep.plots import KINDS, save_figure  # matplotlib: once the store is read
 
@@ -156,34 +206,43 @@ def _run_plot(args: argparse.Namespace) -> str:
 
 
 def _run_compare(args: argparse.Namespace) -> str:
-    from fusion_dse.outputs import check_figure_file
+    from fusion_dse.outputs import check_figure_file, check_out_file
     from fusion_dse.sweep import load_sweep
-    from fusion_dse.sweep.engine import run_sweep
+    from fusion_dse.sweep.engine import check_workers, run_sweep
     from fusion_dse.sweep.spec import SweepSpec, expand
     from fusion_dse.sweep.store import point_key
 
-    if args.workers is not None and args.workers <= 0:
-        raise InputError(f"--workers must be positive, got {args.workers}")
-    if args.out:
-        check_figure_file(args.out)
-    name = "compare-" + re.sub(r"[^A-Za-z0-9_@]+", "-", Path(args.model).stem).strip("-")
+    check_workers(args.workers, None)
+    stem = re.sub(r"[^A-Za-z0-9_@]+", "-", Path(args.model).stem).strip("-")
+    name = ("compare-" + stem)[:limits.MAX_SWEEP_NAME_CHARS]
+    store = Path(args.store) if args.store else default_store(name)
+    check_out_file(store, "--store" if args.store else "the comparison's store",
+                   create_parent=True)
+    out = Path(args.out) if args.out else store.with_name(f"{name}-tradeoff.png")
+    check_figure_file(out)
+    check_out_file(out, "--out", create_parent=not args.out)
+    if _same_file(out, store):
+        raise InputError(f"--out {str(out)!r} is the store itself; choose another file")
     spec = SweepSpec(name=name, axes={
         "model": [args.model], "hw": [args.hw], "buffer": args.buffers,
         "scheme": args.schemes, "search": [args.search], "repair": [args.repair],
         "budget": args.budget, "seed": args.seeds,
         "graph_stages": [args.graph_stages.replace(",", "+")]})  # one setting, as optimize's
     points = expand(spec)
-    store = Path(args.store) if args.store else default_store(name)
     outcome = run_sweep(points, store, name, args.workers, None, quiet=args.quiet)
     _report_failures(store, outcome.failed)
     keys = {point_key(p) for p in points}
     frame = load_sweep(store)
     frame = frame[frame["key"].isin(keys)]
-    out = Path(args.out) if args.out else store.with_name(f"{name}-tradeoff.png")
     from fusion_dse.sweep.plots import save_figure, tradeoff_figure  # matplotlib: at the end
 
-    written = save_figure(tradeoff_figure(frame)[0], out)
-    return f"{compare_table(frame)}\n\ntrade-off plot written to {written}"
+    table = compare_table(frame)
+    try:
+        written = save_figure(tradeoff_figure(frame)[0], out)
+    except InputError:
+        print(table)  # the comparison computed is not lost
+        raise
+    return f"{table}\n\ntrade-off plot written to {written}"
 
 
 def compare_table(frame: pd.DataFrame) -> str:

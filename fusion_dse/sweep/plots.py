@@ -302,15 +302,19 @@ KINDS: dict[str, Callable[[pd.DataFrame], tuple[Figure, object]]] = {
 
 
 def save_figure(fig: Figure, path: str | Path) -> Path:
-    """Write `fig` as PNG, SVG or PDF by the extension of `path`.
+    """Write `fig` as PNG, SVG or PDF by the extension of `path`, whole or not at all (a
+    temporary file beside it, then renamed: `fusion_dse.outputs.atomic_file`).
 
     Raises:
-        InputError: another extension, or the file cannot be written.
+        InputError: another extension, or the file cannot be written (an earlier file there is
+            left as it was).
     """
+    from fusion_dse.outputs import atomic_file
+
     out = check_figure_file(path)
     try:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        fig.savefig(out, dpi=200)
+        with atomic_file(out) as tmp:
+            fig.savefig(tmp, dpi=200, format=out.suffix.lower().lstrip("."))
     except OSError as err:
         raise InputError(f"cannot write {str(out)!r}: {err.strerror or err}") from err
     return out

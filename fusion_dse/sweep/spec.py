@@ -17,7 +17,13 @@ stages (they keep the graph stages: the layer-by-layer plan is costed on the gra
 points run on).
 
 Everything is checked before anything runs (`validate_points`): each problem is one line
-quoting the bad value, all collected into one `InputError`.
+quoting the bad value, all collected into one `InputError`. The limits of
+`simulator.limits` hold before anything is expanded: a spec file is read with
+`limits.read_text` and `simulator.hw.load_yaml` (size, encoding, regular file, depth, aliases,
+duplicate keys); every axis value is a scalar; a range is counted before it is expanded
+(`limits.MAX_AXIS_VALUES`), and so is the sweep's number of points, the product of its axes'
+lengths (`count_points`, `limits.MAX_SWEEP_POINTS`); an empty axis is refused; a sweep name
+(`check_name`) is a plain file name unless the store is given as a path.
 """
 
 from __future__ import annotations
@@ -25,16 +31,17 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import itertools
+import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from search.substitution.stages import DEFAULT_STAGES
+from simulator import limits
 from simulator.errors import InputError
 
 __all__ = [
@@ -44,6 +51,8 @@ __all__ = [
     "SweepError",
     "SweepSpec",
     "canonical_axis",
+    "check_name",
+    "count_points",
     "expand",
     "hardware_axes",
     "load_spec",
@@ -64,7 +73,7 @@ _DEFAULTS: dict[str, Any] = {"hw": "edge-npu", "scheme": "lbdf", "search": "auto
                              "seed": 0, "input_shape": None, "graph_stages": DEFAULT_STAGES}
 _INT_AXES = {"budget", "seed", "dtype_bytes", "dram_latency", "macs_per_cycle"}
 _SIZE_AXES = {"buffer", "buffer_bytes"}
-_RANGE = re.compile(r"^(?P<lo>[^.]+?)\s*\.\.\s*(?P<hi>[^:]+?)\s*(?::\s*(?P<step>x?[\d.eE+]+))?$")
+_RANGE = re.compile(r"^(?P<lo>[^.]+?)\s*\.\.\s*(?P<hi>[^:]+?)\s*(?::\s*(?P<step>x?[\d.eE+-]+))?$")
 
 
 def hardware_axes() -> tuple[str, ...]:
@@ -139,10 +148,13 @@ def _scalar(axis: str, text: str) -> Any:
         except InputError as err:
             raise InputError(f"axis {axis!r}: {err}") from None
     if axis in _INT_AXES:
+        if len(text.lstrip("+-")) > limits.MAX_JSON_INT_DIGITS:
+            raise InputError(f"axis {axis!r}: {limits.shown(text, 30)} is out of range "
+                             f"(at most {limits.MAX_JSON_INT_DIGITS} digits)")
         try:
             return int(text)
         except ValueError:
-            raise InputError(f"axis {axis!r}: {text!r} is not an integer") from None
+            raise InputError(f"axis {axis!r}: {limits.shown(text)} is not an integer") from None
     return text
 
 
@@ -150,27 +162,70 @@ def _number(axis: str, text: str) -> float:
     value = _scalar(axis, text)
     if isinstance(value, str):
         try:
-            return float(value)
+            value = float(value)
         except ValueError:
-            raise InputError(f"axis {axis!r}: range end {text!r} is not a number") from None
+            raise InputError(f"axis {axis!r}: range end {limits.shown(text)} is not a "
+                             "number") from None
+    if not math.isfinite(value):
+        raise InputError(f"axis {axis!r}: range end {limits.shown(text)} is not a finite "
+                         "number")
     return value
 
 
 def _range(axis: str, lo_text: str, hi_text: str, step_text: str | None) -> list[Any]:
+    """The values of a range, counted before they are made: at most `limits.MAX_AXIS_VALUES`
+    (a tiny step, a huge span or a step too small to move a large start is refused)."""
     lo, hi = _number(axis, lo_text), _number(axis, hi_text)
     geometric = bool(step_text) and step_text.startswith("x")
+    shown = f"{lo_text}..{hi_text}{':' + step_text if step_text else ''}"
     try:
         step = float(step_text.lstrip("x")) if step_text else 1.0
     except ValueError:
-        raise InputError(f"axis {axis!r}: bad range step {step_text!r}") from None
-    if hi < lo or (geometric and (step <= 1 or lo <= 0)) or (not geometric and step <= 0):
-        raise InputError(f"axis {axis!r}: empty or endless range "
-                         f"{lo_text}..{hi_text}{':' + step_text if step_text else ''}")
+        raise InputError(f"axis {axis!r}: bad range step {limits.shown(step_text)}") from None
+    if not math.isfinite(step) or hi < lo or (geometric and (step <= 1 or lo <= 0)) \
+            or (not geometric and step <= 0):
+        raise InputError(f"axis {axis!r}: empty or endless range {limits.shown(shown)}")
+    top = hi * (1 + 1e-12)
+    if geometric:
+        count = math.floor(math.log(top / lo) / math.log(step)) + 1 if step > 1 + 1e-15 \
+            else math.inf
+    else:
+        count = math.floor((top - lo) / step) + 1
+    if count > limits.MAX_AXIS_VALUES:
+        raise InputError(f"axis {axis!r}: range {limits.shown(shown)} has "
+                         f"{_count_text(count)} values; at most {limits.MAX_AXIS_VALUES:,} "
+                         "per axis (docs/limits.md)")
     values, v = [], lo
-    while v <= hi * (1 + 1e-12):
+    while v <= top:
+        if len(values) == limits.MAX_AXIS_VALUES or (values and v == values[-1]):
+            raise InputError(f"axis {axis!r}: range {limits.shown(shown)} has more than "
+                             f"{limits.MAX_AXIS_VALUES:,} values or a step too small to "
+                             "move it (docs/limits.md)")
         values.append(int(v) if float(v).is_integer() else v)
         v = v * step if geometric else v + step
     return values
+
+
+def _count_text(count: float) -> str:
+    return f"{count:,.0f}" if count < 1e18 else f"{count:.3g}" if math.isfinite(count) \
+        else "endless"
+
+
+def _check_value(axis: str, value: Any) -> Any:
+    """`value` if it is a scalar an axis can hold (text or a finite number); a mapping, a
+    boolean, null or NaN is refused, naming the axis."""
+    if value is None:
+        raise InputError(f"axis {axis!r}: null (an empty entry) is not a value")
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        kind = {"dict": "a mapping", "bool": "a boolean"}.get(type(value).__name__,
+                                                            type(value).__name__)
+        raise InputError(f"axis {axis!r}: {limits.shown(value)} is {kind}, not a value "
+                         "(a name, a number or a range)")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise InputError(f"axis {axis!r}: {value!r} is not a finite number")
+    if isinstance(value, int) and abs(value) > 2**63 - 1:
+        raise InputError(f"axis {axis!r}: {limits.shown(value, 30)} is out of range")
+    return value
 
 
 def parse_axis(axis: str, value: Any) -> list[Any]:
@@ -180,13 +235,33 @@ def parse_axis(axis: str, value: Any) -> list[Any]:
     0..4; ``"lbdf,brr"`` -> ``["lbdf", "brr"]``; ``[1, 2]`` -> ``[1, 2]``.
 
     Raises:
-        InputError: a bad range or size, quoting it.
+        InputError: a bad range or size, a value that is no scalar, an empty axis or one of
+            more than `limits.MAX_AXIS_VALUES` values, quoting it.
     """
+    values = _axis_values(axis, value)
+    if not values:
+        raise InputError(f"axis {axis!r} has no values")
+    if len(values) > limits.MAX_AXIS_VALUES:
+        raise InputError(f"axis {axis!r} has {len(values):,} values; at most "
+                         f"{limits.MAX_AXIS_VALUES:,} per axis (docs/limits.md)")
+    return values
+
+
+def _axis_values(axis: str, value: Any) -> list[Any]:
     if axis == "input_shape":
         return _shapes(value)
     if isinstance(value, (list, tuple)):
-        return [v for item in value for v in parse_axis(axis, item)]
-    if value is None or isinstance(value, bool) or not isinstance(value, str):
+        out: list[Any] = []
+        for item in value:
+            if isinstance(item, (list, tuple)):
+                raise InputError(f"axis {axis!r}: a list inside a list "
+                                 f"({limits.shown(item)}) is not a value")
+            out += _axis_values(axis, item)
+            if len(out) > limits.MAX_AXIS_VALUES:
+                break
+        return out
+    value = _check_value(axis, value)
+    if not isinstance(value, str):
         return [value]
     if axis == "objectives":  # "dram,mbu" is one value of this axis
         return [value.strip()]
@@ -199,8 +274,10 @@ def parse_axis(axis: str, value: Any) -> list[Any]:
             values += _range(axis, m["lo"], m["hi"], m["step"])
         else:
             values.append(_scalar(axis, part))
+        if len(values) > limits.MAX_AXIS_VALUES:
+            break
     if not values:
-        raise InputError(f"axis {axis!r}: no values in {value!r}")
+        raise InputError(f"axis {axis!r}: no values in {limits.shown(value)}")
     return values
 
 
@@ -218,18 +295,20 @@ def _shapes(value: Any) -> list[Any]:
             return [",".join(str(v) for v in value)]
         return [v for item in value for v in _shapes(item)]
     if not isinstance(value, str) or isinstance(value, bool):
-        raise InputError(f"axis 'input_shape': {value!r} is not a shape such as 1,3,224,224")
+        raise InputError(f"axis 'input_shape': {limits.shown(value)} is not a shape such as "
+                         "1,3,224,224")
     out: list[Any] = []
     for part in (p.strip() for p in value.split(";")):
         if not part:
             continue
         dims = [d.strip() for d in part.split(",")]
         if not all(_DIM.match(d) for d in dims):
-            raise InputError(f"axis 'input_shape': {part!r} is not a shape such as 1,3,224,224 "
+            raise InputError(f"axis 'input_shape': {limits.shown(part)} is not a shape such as "
+                             "1,3,224,224 "
                              "(dimensions separated by commas, shapes by ';' or list items)")
         out.append(",".join(dims))
     if not out:
-        raise InputError(f"axis 'input_shape': no shape in {value!r}")
+        raise InputError(f"axis 'input_shape': no shape in {limits.shown(value)}")
     return out
 
 
@@ -245,7 +324,7 @@ def canonical_axis(name: str) -> str:
     known = list(AXES) + list(hardware_axes()) + list(_ALIASES)
     close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
     hint = f" (did you mean {close[0]!r}?)" if close else f" (axes: {', '.join(AXES + HW_AXES)})"
-    raise InputError(f"unknown axis {name!r}{hint}")
+    raise InputError(f"unknown axis {limits.shown(name)}{hint}")
 
 
 # --- the spec -------------------------------------------------------------------------------
@@ -262,37 +341,72 @@ class SweepSpec(BaseModel):
     exclude: list[dict[str, Any]] = []
 
 
-def _parse_axes(raw: Mapping[str, Any], where: str) -> dict[str, list[Any]]:
+def _parse_axes(raw: Any, where: str) -> dict[str, list[Any]]:
+    if not isinstance(raw, Mapping):
+        raise InputError(f"{where}: expected a mapping of axes to values, got "
+                         f"{limits.shown(raw)}")
     axes: dict[str, list[Any]] = {}
     for name, value in raw.items():
-        key = canonical_axis(str(name))
+        if not isinstance(name, str):
+            raise InputError(f"{where}: axis name {limits.shown(name)} is not text")
+        key = canonical_axis(name)
         if key in axes:
             raise InputError(f"{where}: axis {key!r} given twice")
         axes[key] = parse_axis(key, value)
     return axes
 
 
+_NAME_FORBIDDEN = re.compile(r"[/\\]")
+
+
+def check_name(name: Any, path_free: bool = True) -> str:
+    """`name` if it can name a sweep: text of 1 to `limits.MAX_SWEEP_NAME_CHARS` printable
+    characters; when the store's path is made from it (no ``--store``, `path_free`), also a
+    plain file name: no ``/`` or ``\\``, not starting with a dot, so that the store stays in
+    the sweeps folder.
+
+    Raises:
+        InputError: the name, shown escaped and cut.
+    """
+    if not isinstance(name, str):
+        raise InputError(f"sweep name {limits.shown(name)} is not text")
+    if not name.strip() or len(name) > limits.MAX_SWEEP_NAME_CHARS:
+        raise InputError(f"sweep name {limits.shown(name)} must have 1 to "
+                         f"{limits.MAX_SWEEP_NAME_CHARS} characters")
+    if not name.isprintable():
+        raise InputError(f"sweep name {limits.shown(name)} holds control characters")
+    if path_free and (_NAME_FORBIDDEN.search(name) or name.startswith(".")):
+        raise InputError(f"sweep name {limits.shown(name)} would place the store outside the "
+                         "sweeps folder (a name has no '/', '\\' or leading '.'; give --store "
+                         "PATH to choose where the store goes)")
+    return name
+
+
 def load_spec(path: str | Path) -> SweepSpec:
     """Read and validate a YAML sweep spec (structure only; values by `validate_points`).
 
+    The file is read within the limits of `simulator.limits` (at most
+    ``MAX_FILE_BYTES["sweep spec"]``, a regular file, UTF-8) and parsed by
+    `simulator.hw.load_yaml` (depth, aliases, duplicate keys, plain tags only).
+
     Raises:
-        InputError: unreadable file, bad YAML, unknown top-level key, unknown axis.
+        InputError: unreadable file, bad YAML, unknown top-level key, unknown axis, a value of
+            the wrong type, a range or a sweep over the limits.
     """
-    try:
-        doc = yaml.safe_load(Path(path).read_text())
-    except OSError as err:
-        raise InputError(f"cannot read sweep spec {str(path)!r}: {err.strerror}") from err
-    except yaml.YAMLError as err:
-        raise InputError(f"{path}: not valid YAML: {str(err).splitlines()[0]}") from err
+    from simulator.hw import load_yaml
+
+    origin = f"sweep spec {str(path)!r}"
+    text = limits.read_text(path, "sweep spec", origin)
+    doc = load_yaml(text, str(path), InputError, max_nodes=limits.MAX_SWEEP_POINTS)
     if not isinstance(doc, dict):
         raise InputError(f"{path}: a sweep spec is a mapping with 'axes'")
     doc.setdefault("name", Path(path).stem)
     try:
-        spec = SweepSpec.model_validate(doc)
+        spec = SweepSpec.model_validate(doc, strict=True)
     except ValidationError as err:
         e = err.errors()[0]
         loc = ".".join(str(p) for p in e["loc"])
-        raise InputError(f"{path}: {loc}: {e['msg']}") from err
+        raise InputError(f"{path}: {limits.shown(loc, 80)[1:-1]}: {e['msg']}") from err
     expand(spec)  # unknown axes and bad ranges fail here, before anything runs
     return spec
 
@@ -339,21 +453,53 @@ def _matches(values: Mapping[str, Any], entry: Mapping[str, Sequence[Any]]) -> b
     return all({**_DEFAULTS, **values}.get(k) in allowed for k, allowed in entry.items())
 
 
-def expand(spec: SweepSpec) -> list[Point]:
-    """The points of `spec`, in product order, without duplicates.
+def count_points(spec: SweepSpec) -> int:
+    """The number of points `spec` may have, computed from its axes without making them: the
+    product of the axes' lengths plus each include entry's product (exclusions are not
+    subtracted: an upper bound, exact without them).
 
     Raises:
-        InputError: unknown axis, bad value syntax, a spec without models.
+        InputError: as `expand`, before any point is made.
     """
+    axes, _, includes = _parsed(spec)
+    return _count(axes) + sum(_count({**axes, **extra}) for extra in includes)
+
+
+def _count(axes: Mapping[str, Sequence[Any]]) -> int:
+    return math.prod(len(v) for v in axes.values())
+
+
+def _parsed(spec: SweepSpec) -> tuple[dict[str, list[Any]], list[dict[str, list[Any]]],
+                                      list[dict[str, list[Any]]]]:
     axes = _parse_axes(spec.axes, "axes")
     if "model" not in axes:
         raise InputError("a sweep needs a 'model' axis (models: [...] or --models)")
     excludes = [_parse_axes(e, f"exclude[{i}]") for i, e in enumerate(spec.exclude)]
     includes = [_parse_axes(e, f"include[{i}]") for i, e in enumerate(spec.include)]
+    return axes, excludes, includes
+
+
+def expand(spec: SweepSpec) -> list[Point]:
+    """The points of `spec`, in product order, without duplicates.
+
+    Raises:
+        InputError: unknown axis, bad value syntax, a spec without models, an empty axis, a
+            sweep of more than `limits.MAX_SWEEP_POINTS` points (counted before any is made,
+            `count_points`) or one whose exclusions remove every point.
+    """
+    axes, excludes, includes = _parsed(spec)
+    sizes = [_count(axes)] + [_count({**axes, **extra}) for extra in includes]
+    if sum(sizes) > limits.MAX_SWEEP_POINTS:
+        product = " x ".join(f"{len(v):,} {k}" for k, v in axes.items() if len(v) > 1)
+        extra = f" plus {sum(sizes[1:]):,} included" if len(sizes) > 1 else ""
+        raise InputError(f"the sweep has {sum(sizes):,} points ({product or '1'}{extra}); "
+                         f"at most {limits.MAX_SWEEP_POINTS:,} are accepted (docs/limits.md)")
     points = [_point(v) for v in _product(axes)
               if not any(_matches(v, e) for e in excludes)]
     for extra in includes:
         points += [_point(v) for v in _product({**axes, **extra})]
+    if not points:
+        raise InputError("the sweep has no points: its exclude entries remove every one")
     return list(dict.fromkeys(points))
 
 
@@ -364,35 +510,44 @@ class SweepError(InputError):
     """Bad values in a sweep: `problems` holds one line per bad entry (the message joins them,
     since an `InputError` is one line)."""
 
+    SHOWN = 5
+    """Problems the message lists (all of them are in `problems`)."""
+
     def __init__(self, problems: list[str]) -> None:
         self.problems = problems
         count = f"{len(problems)} problems in the sweep: " if len(problems) > 1 else ""
-        super().__init__(count + "; ".join(problems))
+        more = f"; and {len(problems) - self.SHOWN} more" if len(problems) > self.SHOWN else ""
+        super().__init__(count + "; ".join(problems[:self.SHOWN]) + more)
 
 
 def _model_problem(model: str) -> str | None:
     from simulator.workload.loader import resolve_zoo_name
 
+    if any(len(part) > limits.MAX_NAME_CHARS for part in model.split("/")) \
+            or not model.isprintable():
+        return (f"model {limits.shown(model, 40)} is not a name (longer than "
+                f"{limits.MAX_NAME_CHARS} characters, or holding control characters)")
     base = model.split("@", 1)[0]
     if resolve_zoo_name(base) is not None:
         return None
     path = Path(model)
     if path.suffix.lower() in (".onnx", ".json") or path.exists():
-        return None if path.is_file() else f"model file {model!r} does not exist"
+        return None if path.is_file() else f"model file {limits.shown(model)} does not exist"
     if ":" in model:
         module, _, attr = model.partition(":")
         import importlib.util
 
         try:
             found = importlib.util.find_spec(module) is not None
-        except (ImportError, ValueError):
+        except (Exception, SystemExit):  # noqa: BLE001 - a parent package that fails to import
             found = False
-        return None if found and attr else f"model {model!r}: cannot find module {module!r}"
+        return None if found and attr else (f"model {limits.shown(model)}: cannot find module "
+                                            f"{limits.shown(module)}")
     from simulator.workload.zoo_catalog import catalog
 
     close = difflib.get_close_matches(base.lower(), list(catalog()), n=1, cutoff=0.6)
     hint = f" (did you mean {close[0]!r}?)" if close else " (fusion-dse models lists the zoo)"
-    return f"unknown model {model!r}{hint}"
+    return f"unknown model {limits.shown(model)}{hint}"
 
 
 def _checks() -> dict[str, Any]:
@@ -404,18 +559,29 @@ def _checks() -> dict[str, Any]:
 
     def seed(value: Any) -> None:
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise InputError(f"seed must be a non-negative integer, got {value!r}")
+            raise InputError(f"seed must be a non-negative integer, got {limits.shown(value)}")
+        if value > limits.MAX_SEED:
+            raise InputError(f"seed {value:,} is over the limit of {limits.MAX_SEED:,} "
+                             "(2^63 - 1)")
 
     def budget(value: Any) -> None:
         if isinstance(value, bool) or not isinstance(value, int):
-            raise InputError(f"budget must be a positive integer, got {value!r}")
+            raise InputError(f"budget must be a positive integer, got {limits.shown(value)}")
         PlanBudget(value)
+
+    def input_shape(value: Any) -> None:
+        dims = str(value).split(",")
+        numbers = tuple(int(d) for d in dims if d.isdigit())
+        if len(dims) > 8 or any(d <= 0 for d in numbers):
+            raise InputError(f"{limits.shown(value)}: at most 8 dimensions, each positive")
+        if numbers:
+            limits.check_input_size(numbers, str(value))
 
     from search.substitution.stages import parse_stages
 
     return {"scheme": Scheme.parse, "search": SEARCHES.get, "repair": REPAIRS.get,
             "objectives": parse_objectives, "budget": budget, "seed": seed,
-            "graph_stages": parse_stages}
+            "graph_stages": parse_stages, "input_shape": input_shape}
 
 
 def _support_problems(points: Sequence[Point]) -> list[str]:

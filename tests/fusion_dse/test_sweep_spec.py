@@ -86,7 +86,7 @@ def test_spec_file_round_trip(tmp_path: Path):
     ("axes: {models: [x]}\nworkers: 3", "workers"),
     ("axes: [1, 2]", "axes"),
     ("axes: {buffers: 1KiB}", "needs a 'model' axis"),
-    ("axes: {models: [x]\n", "not valid YAML"),
+    ("axes: {models: [x]\n", "malformed YAML"),
 ])
 def test_bad_spec_files(tmp_path: Path, text: str, message: str):
     path = tmp_path / "bad.yaml"
