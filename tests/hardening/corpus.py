@@ -11,12 +11,20 @@ traceback and no file left behind, within `TIME_LIMIT_S` seconds and (in a subpr
 * ``expected``: the first words of the stderr line;
 * ``argv``: the arguments, split like a shell would, with ``{F}`` the committed files
   (``files/``, written by ``make_files.py``), ``{G}`` the generated ones (`generate_files`),
-  ``{T}`` the case's own folder (its working directory) and ``{LONG}`` a 300-character name.
+  ``{T}`` the case's own folder (its working directory), ``{LONG}`` a 300-character name,
+  ``{HUGE}`` a 100,000-character value, ``{ESC}`` the escape character and ``{BIDI}`` a
+  right-to-left override (U+202E); a last word ``>PATH`` sends stdout to PATH (``>/dev/full``:
+  a full disk).
+
+Nothing under the case's folder may be left behind or changed: every file there (the sweep
+stores of `STORES` among them, copied in by `prepare_folder`) is compared byte for byte, and
+the stderr line must be at most `MAX_LINE` characters, all printable.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import io
 import os
 import resource
@@ -33,6 +41,10 @@ HERE = Path(__file__).resolve().parent
 FILES = HERE / "files"
 TABLE = HERE / "cases.tsv"
 LONG = "m" * 300
+HUGE = "a" * 100_000  # under Linux's 128 KiB limit on one argument of a subprocess
+MAX_LINE = 1_100
+"""Longest stderr line a case may print (`simulator.limits.MAX_ERROR_CHARS` and the
+prefix)."""
 TIME_LIMIT_S = 60
 MEMORY_LIMIT_BYTES = 4 * 1024**3
 """Address-space limit of a subprocess case. Importing torch, scipy and matplotlib maps much
@@ -52,10 +64,25 @@ class Case:
     argv: str
 
     def args(self, generated: Path, folder: Path) -> list[str]:
-        """The command line with its placeholders filled in."""
+        """The command line with its placeholders filled in (without a ``>PATH`` word)."""
         text = (self.argv.replace("{F}", str(FILES)).replace("{G}", str(generated))
-                .replace("{T}", str(folder)).replace("{LONG}", LONG))
-        return shlex.split(text)
+                .replace("{T}", str(folder)))
+        words = shlex.split(text)
+        if words and words[-1].startswith(">"):
+            words.pop()
+        return [w.replace("{LONG}", LONG).replace("{HUGE}", HUGE).replace("{ESC}", "\x1b")
+                .replace("{BIDI}", "\u202e") for w in words]
+
+    @property
+    def needs_stores(self) -> bool:
+        """Whether the case reads the stores `prepare_folder` copies into ``{T}/stores``."""
+        return "{T}/stores" in self.argv
+
+    def stdout(self, generated: Path, folder: Path) -> str | None:
+        """Where the case sends stdout (its last word ``>PATH``), or None (captured)."""
+        words = shlex.split(self.argv.replace("{G}", str(generated)).replace("{T}",
+                                                                              str(folder)))
+        return words[-1][1:] if words and words[-1].startswith(">") else None
 
 
 @dataclass(frozen=True)
@@ -83,16 +110,22 @@ def load_cases() -> list[Case]:
 
 def generate_files(folder: Path) -> Path:
     """Write the large or special corpus files into `folder` (cheap: sparse files, no
-    100 MB written)."""
+    100 MB written), and the sweep stores (`make_stores`)."""
     folder.mkdir(parents=True, exist_ok=True)
+    (folder / "deep-spec.yaml").write_text("axes: " + "[" * 20_000 + "]" * 20_000 + "\n")
+    (folder / "huge-spec.yaml").write_text("axes: {models: [resnet18]}\n# " + "x" * (2 * 1024**2)
+                                           + "\n")
+    (folder / "long-models-spec.yaml").write_text(
+        "axes:\n  models: [" + ", ".join(f"m{k}" for k in range(12_000)) + "]\n")
+    make_stores(folder / "stores")
     (folder / "deep.yaml").write_text("a: " + "[" * 20_000 + "]" * 20_000 + "\n")
     (folder / "deep-flow.yaml").write_text("{a: " * 20_000 + "1" + "}" * 20_000 + "\n")
     (folder / "deep-plan.json").write_text("[" * 100_000 + "]" * 100_000)
     (folder / "deep-plan-objects.json").write_text('{"groups":' * 100_000 + "1" + "}" * 100_000)
     (folder / "deep-graph.json").write_text('{"a":' * 100_000 + "1" + "}" * 100_000)
-    fifo = folder / "fifo.json"
-    if not fifo.exists():
-        os.mkfifo(fifo)
+    for name in ("fifo.json", "fifo.yaml", "fifo.sqlite"):
+        if not (folder / name).exists():
+            os.mkfifo(folder / name)
     for name, size in (("huge-plan.json", 65 * 1024**2), ("huge-hw.yaml", 2 * 1024**2),
                        ("huge-graph.json", 257 * 1024**2)):
         with open(folder / name, "wb") as f:
@@ -100,39 +133,128 @@ def generate_files(folder: Path) -> Path:
     return folder
 
 
-def prepare_folder(folder: Path) -> None:
+STORES = ("ours.sqlite", "foreign-tables.sqlite", "foreign-points.sqlite",
+          "missing-columns.sqlite", "no-meta.sqlite", "no-key.sqlite", "newer-schema.sqlite",
+          "newer-tool.sqlite", "bad-tool.sqlite", "bad-schema.sqlite", "corrupt.sqlite",
+          "truncated.sqlite", "not-sqlite.sqlite", "export.csv")
+"""The sweep stores every case finds in ``{T}/stores`` (and an earlier export beside them)."""
+
+
+def make_stores(folder: Path) -> None:
+    """Write the `STORES`: a store of this version (empty), databases that are no sweep store,
+    stores of a newer schema or tool version, damaged and foreign files."""
+    import sqlite3
+
+    from fusion_dse.sweep.store import SweepStore
+
+    folder.mkdir(parents=True, exist_ok=True)
+    SweepStore(folder / "ours.sqlite").close()
+
+    def db(name: str, *sql: str) -> None:
+        path = folder / name
+        path.unlink(missing_ok=True)
+        con = sqlite3.connect(path)
+        for statement in sql:
+            con.execute(statement)
+        con.commit()
+        con.close()
+
+    def ours(name: str, *sql: str) -> None:
+        path = folder / name
+        shutil.copy(folder / "ours.sqlite", path)
+        con = sqlite3.connect(path)
+        for statement in sql:
+            con.execute(statement)
+        con.commit()
+        con.execute("PRAGMA journal_mode=DELETE")
+        con.close()
+
+    db("foreign-tables.sqlite", "CREATE TABLE customers (id INTEGER, name TEXT)",
+       "INSERT INTO customers VALUES (1, 'ada')")
+    db("foreign-points.sqlite", "CREATE TABLE points (x REAL, y REAL)",
+       "CREATE TABLE meta (name TEXT PRIMARY KEY, value TEXT)",
+       "INSERT INTO meta VALUES ('schema_version', '1')", "INSERT INTO points VALUES (1, 2)")
+    db("missing-columns.sqlite", "CREATE TABLE points (key TEXT PRIMARY KEY, model TEXT)",
+       "CREATE TABLE meta (name TEXT PRIMARY KEY, value TEXT)",
+       "INSERT INTO meta VALUES ('schema_version', '1')")
+    ours("no-meta.sqlite", "DROP TABLE meta")
+    db("no-key.sqlite", "CREATE TABLE meta (name TEXT PRIMARY KEY, value TEXT)",
+       "INSERT INTO meta VALUES ('schema_version', '1')")
+    from fusion_dse.sweep.store import COLUMNS
+
+    con = sqlite3.connect(folder / "no-key.sqlite")
+    con.execute(f"CREATE TABLE points ({', '.join(COLUMNS)})")
+    con.commit()
+    con.close()
+    ours("newer-schema.sqlite", "UPDATE meta SET value = '2' WHERE name = 'schema_version'")
+    ours("newer-tool.sqlite", "UPDATE meta SET value = '99.0' WHERE name = 'tool_version'")
+    ours("bad-tool.sqlite", "UPDATE meta SET value = 'banana' WHERE name = 'tool_version'")
+    ours("bad-schema.sqlite", "UPDATE meta SET value = 'x' WHERE name = 'schema_version'")
+    data = bytearray((folder / "ours.sqlite").read_bytes())
+    data[100:] = b"\xde\xad" * ((len(data) - 100) // 2)
+    (folder / "corrupt.sqlite").write_bytes(bytes(data))
+    (folder / "truncated.sqlite").write_bytes(bytes(data[:100]))
+    (folder / "not-sqlite.sqlite").write_text("name,dram\nresnet18,1\n")
+    (folder / "export.csv").write_text("an earlier export\n")
+
+
+def prepare_folder(folder: Path, generated: Path | None = None) -> None:
     """The case's working directory: an existing folder (with a file no run writes), an
-    existing file, and the model modules the ``module:callable`` cases import."""
+    existing file, the model modules the ``module:callable`` cases import and (from
+    `generated`) the sweep stores under ``stores/``."""
     (folder / "existing-dir").mkdir(parents=True, exist_ok=True)
     (folder / "existing-dir" / "notes.txt").write_text("mine\n")
     (folder / "existing-file").write_text("mine\n")
     for name in MODULES:
         shutil.copy(FILES / name, folder / name)
+    if generated is not None:
+        (folder / "stores").mkdir(exist_ok=True)
+        for name in STORES:
+            shutil.copy(generated / "stores" / name, folder / "stores" / name)
 
 
-def snapshot(folder: Path) -> set[str]:
-    """Every path under `folder` (caches of imported modules excepted)."""
-    return {str(p.relative_to(folder)) for p in folder.rglob("*") if "__pycache__" not in p.parts}
+def snapshot(folder: Path) -> dict[str, str]:
+    """Every path under `folder` with the SHA-256 of its bytes (a folder: ``dir``; caches of
+    imported modules excepted), so that a case that changes a file fails like one that
+    leaves a file behind."""
+    found = {}
+    for p in folder.rglob("*"):
+        if "__pycache__" in p.parts:
+            continue
+        found[str(p.relative_to(folder))] = (
+            "dir" if p.is_dir() else hashlib.sha256(p.read_bytes()).hexdigest()
+            if p.is_file() else "special")
+    return found
 
 
-def run_in_process(args: list[str], folder: Path) -> Outcome:
-    """Run ``fusion_dse.cli.main(args)`` in `folder`, capturing its output."""
+def run_in_process(args: list[str], folder: Path, stdout: str | None = None) -> Outcome:
+    """Run ``fusion_dse.cli.main(args)`` in `folder`, capturing its output (stdout into the
+    file `stdout` when given, e.g. /dev/full)."""
     from fusion_dse.cli import main
 
-    out, err = io.StringIO(), io.StringIO()
+    err = io.StringIO()
     cwd, path = os.getcwd(), list(sys.path)
     start = time.perf_counter()
     os.chdir(folder)
-    try:
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            try:
-                code = main(args)
-            except SystemExit as exc:  # argparse
-                code = exc.code if isinstance(exc.code, int) else 1
-    finally:
-        os.chdir(cwd)
-        sys.path[:] = path
-    return Outcome(code, out.getvalue(), err.getvalue(), time.perf_counter() - start)
+    with contextlib.ExitStack() as stack:
+        out = open(stdout, "w", encoding="utf-8") if stdout else io.StringIO()  # noqa: SIM115
+        stack.callback(_close_quietly, out)
+        try:
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+                try:
+                    code = main(args)
+                except SystemExit as exc:  # argparse
+                    code = exc.code if isinstance(exc.code, int) else 1
+        finally:
+            os.chdir(cwd)
+            sys.path[:] = path
+        text = out.getvalue() if isinstance(out, io.StringIO) else ""
+    return Outcome(code, text, err.getvalue(), time.perf_counter() - start)
+
+
+def _close_quietly(stream: io.IOBase) -> None:
+    with contextlib.suppress(OSError):
+        stream.close()
 
 
 def subprocess_env() -> dict[str, str]:
@@ -145,12 +267,14 @@ def _limit_memory() -> None:
     resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT_BYTES, MEMORY_LIMIT_BYTES))
 
 
-def run_subprocess(args: list[str], folder: Path) -> Outcome:
-    """Run ``python -m fusion_dse`` with `args` in `folder` under the time and memory limits;
-    the peak resident memory comes from wait4."""
+def run_subprocess(args: list[str], folder: Path, stdout: str | None = None) -> Outcome:
+    """Run ``python -m fusion_dse`` with `args` in `folder` under the time and memory limits
+    (stdout into the file `stdout` when given); the peak resident memory comes from
+    wait4."""
     env = subprocess_env()
     start = time.perf_counter()
-    with open(folder / ".stdout", "w+b") as out, open(folder / ".stderr", "w+b") as err:
+    with open(stdout or folder / ".stdout", "w+b") as out, \
+            open(folder / ".stderr", "w+b") as err:
         proc = subprocess.Popen([sys.executable, "-m", "fusion_dse", *args], cwd=folder,
                                 stdout=out, stderr=err, stdin=subprocess.DEVNULL, env=env,
                                 preexec_fn=_limit_memory)
@@ -161,12 +285,16 @@ def run_subprocess(args: list[str], folder: Path) -> Outcome:
         finally:
             timer.cancel()
         proc.returncode = os.waitstatus_to_exitcode(status)
-        out.seek(0)
         err.seek(0)
-        stdout, stderr = out.read().decode(errors="replace"), err.read().decode(errors="replace")
-    (folder / ".stdout").unlink()
+        stderr = err.read().decode(errors="replace")
+        text = ""
+        if stdout is None:
+            out.seek(0)
+            text = out.read().decode(errors="replace")
+    if stdout is None:
+        (folder / ".stdout").unlink()
     (folder / ".stderr").unlink()
-    return Outcome(proc.returncode, stdout, stderr, time.perf_counter() - start,
+    return Outcome(proc.returncode, text, stderr, time.perf_counter() - start,
                    usage.ru_maxrss)
 
 
@@ -174,4 +302,41 @@ def masked(line: str, generated: Path, folder: Path) -> str:
     """`line` with the corpus paths written as the table's placeholders."""
     for path, mark in ((FILES, "{F}"), (generated, "{G}"), (folder, "{T}")):
         line = line.replace(str(path), mark)
-    return line.replace(LONG, "{LONG}").replace(LONG[:40], "{LONG40}")
+    return line.replace(LONG, "{LONG}").replace(LONG[:40], "{LONG40}").replace(
+        HUGE[:40], "{HUGE40}")
+
+
+def measure(ids: list[str]) -> None:
+    """Run the cases `ids` (all when empty) in a subprocess under the limits and print each
+    one's seconds and peak resident memory, slowest and largest last:
+    ``.venv/bin/python tests/hardening/corpus.py [ID ...]`` (``--from ID``: that case and
+    every one after it)."""
+    import tempfile
+
+    cases = load_cases()
+    if ids[:1] == ["--from"]:
+        start = [c.id for c in cases].index(ids[1])
+        cases = cases[start:]
+    elif ids:
+        cases = [c for c in cases if c.id in set(ids)]
+    with tempfile.TemporaryDirectory() as top:
+        generated = generate_files(Path(top) / "generated")
+        rows = []
+        for k, case in enumerate(cases):
+            folder = Path(top) / f"case{k}"
+            folder.mkdir()
+            prepare_folder(folder, generated if case.needs_stores else None)
+            outcome = run_subprocess(case.args(generated, folder), folder,
+                                     case.stdout(generated, folder))
+            rows.append((outcome.seconds, outcome.max_rss_kib or 0, outcome.code, case.id))
+            print(f"{case.id}\t{outcome.code}\t{outcome.seconds:.2f} s\t"
+                  f"{(outcome.max_rss_kib or 0) / 1024:.0f} MiB", flush=True)
+            shutil.rmtree(folder, ignore_errors=True)
+    slowest, largest = max(rows), max(rows, key=lambda r: r[1])
+    print(f"{len(rows)} cases; slowest {slowest[3]} {slowest[0]:.2f} s; largest "
+          f"{largest[3]} {largest[1] / 1024:.0f} MiB peak resident memory; exit statuses "
+          f"{sorted({r[2] for r in rows})}")
+
+
+if __name__ == "__main__":
+    measure(sys.argv[1:])

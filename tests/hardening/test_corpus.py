@@ -30,23 +30,26 @@ def generated(tmp_path_factory) -> Path:
     return corpus.generate_files(tmp_path_factory.mktemp("generated"))
 
 
-def _check(case, outcome, generated: Path, folder: Path, before: set[str]) -> None:
+def _check(case, outcome, generated: Path, folder: Path, before: dict[str, str]) -> None:
     lines = outcome.stderr.strip().splitlines()
     shown = f"{case.id}: exit {outcome.code}, stderr {outcome.stderr[-2000:]!r}"
     assert outcome.code == 2, shown
     assert len(lines) == 1, shown
     assert "Traceback" not in outcome.stderr, shown
     assert corpus.masked(lines[0], generated, folder).startswith(case.expected), shown
+    assert len(lines[0]) <= corpus.MAX_LINE and lines[0].isprintable(), shown
     assert outcome.stdout == "", shown
-    assert corpus.snapshot(folder) == before, f"{case.id} left files behind"
+    after = corpus.snapshot(folder)
+    assert after.keys() == before.keys(), f"{case.id} left files behind or removed some"
+    assert after == before, f"{case.id} changed a file"
     assert outcome.seconds < corpus.TIME_LIMIT_S, shown
 
 
 def _run(case, generated: Path, folder: Path, subprocess: bool) -> None:
-    corpus.prepare_folder(folder)
+    corpus.prepare_folder(folder, generated if case.needs_stores else None)
     before = corpus.snapshot(folder)
     run = corpus.run_subprocess if subprocess else corpus.run_in_process
-    outcome = run(case.args(generated, folder), folder)
+    outcome = run(case.args(generated, folder), folder, case.stdout(generated, folder))
     _check(case, outcome, generated, folder, before)
 
 
@@ -63,7 +66,7 @@ def test_resource_cases_in_a_subprocess_under_limits(case, generated, tmp_path):
 
 
 def test_the_corpus_is_well_formed():
-    assert len(CASES) >= 120
+    assert len(CASES) >= 450
     assert len(set(_IDS)) == len(_IDS)
     assert {c.tier for c in CASES} <= {"in", "sub", "slow"}
     assert all(c.expected.startswith("fusion-dse") for c in CASES)
