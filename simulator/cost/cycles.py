@@ -11,8 +11,8 @@ from the dataflow's own schedule:
   recurrence of that schedule over its rows: now = max(now, when the data is there) at an
   arriving row, now += ceil(MACs of the row / MACs per cycle) at an op row, every transfer
   queued on one first-in-first-out channel at ceil(bytes / bandwidth) cycles and usable
-  `dram_latency` after it. It is evaluated row by row, in integers, with no event queue: a few
-  hundred nanoseconds a row.
+  `dram_latency` after it. It is evaluated row by row, in integers, with no event queue,
+  compiled (`simulator.cost._lbdf_kernels.order_cycles`): a few nanoseconds a row.
 * **BRR** (`brr_cycles`) and **a tiled layer** (`layer_cycles`): synchronous, every load and
   write-back is waited for before the PE array goes on, so nothing overlaps and the time is a
   closed-form sum: the PE cycles of every computation, plus the channel cycles of every
@@ -28,6 +28,8 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from simulator.cost.rows import row_deps
 from simulator.workload.graph import ComputeGraph
 
@@ -42,49 +44,26 @@ __all__ = ["brr_cycles", "layer_cycles", "lbdf_cycles"]
 
 def lbdf_cycles(graph: ComputeGraph, ops: tuple[int, ...], order: RowOrder,
                 hw: HardwareConfig) -> int:
-    """Cycles of an LBDF group (or an op streaming its rows on its own) run in `order`."""
-    bw, lat, mpc, d = hw.dram_bandwidth, hw.dram_latency, hw.macs_per_cycle, hw.dtype_bytes
+    """Cycles of an LBDF group (or an op streaming its rows on its own) run in `order`.
+    Computed by `simulator.cost._lbdf_kernels.order_cycles` (compiled), which
+    `simulator.cost.lbdf.group_cost` runs on the group's schedule directly."""
+    from simulator.cost._lbdf_kernels import order_cycles
+
+    d, leaving = hw.dtype_bytes, set(graph.outputs_of(ops))
     deps = row_deps(graph)
-    refs, n_in, heights = order.refs, order.n_entering, order.heights
-    leaving = set(graph.outputs_of(ops))
-    n = len(refs)
-    xfer = [math.ceil(deps.row_elems_of[r] * d / bw) for r in refs]
-    comp, leaves, weights_ready = [0] * n, [False] * n, [0] * n
-    channel = 0  # the cycle the channel is free
-    for k in range(n_in, n):  # every weight tensor first, in op order
-        op = graph[refs[k]]
-        comp[k] = -(-(op.macs // heights[k]) // mpc)
-        leaves[k] = op.id in leaving
-        if op.weight_elems:
-            channel += math.ceil(op.weight_elems * d / bw)
-            weights_ready[k] = channel + lat
-    ready = [0] * n  # entering: when its next row is usable; leaving: when its last write lands
-    for k in range(n_in):  # then row 0 of every entering tensor
-        channel += xfer[k]
-        ready[k] = channel + lat
-    now = 0
-    for k, j in zip(order.tensor.tolist(), order.row.tolist(), strict=True):
-        if k < n_in:  # an entering row: wait for it, then request the next one
-            if ready[k] > now:
-                now = ready[k]
-            if j + 1 < heights[k]:
-                channel = (now if now > channel else channel) + xfer[k]
-                ready[k] = channel + lat
-        else:
-            if weights_ready[k] > now:
-                now = weights_ready[k]
-            if leaves[k]:  # one write in flight: row j - 1 must have landed
-                if j and ready[k] > now:
-                    now = ready[k]
-                now += comp[k]
-                channel = (now if now > channel else channel) + xfer[k]
-                ready[k] = channel + lat
-            else:
-                now += comp[k]
-    for k in range(n_in, n):
-        if leaves[k] and ready[k] > now:
-            now = ready[k]
-    return now
+    n_in = order.n_entering
+    ops_of = [graph[r] for r in order.refs[n_in:]]
+    heights = np.array(order.heights, dtype=np.int64)
+    comp = np.zeros(len(order.refs), dtype=np.int64)
+    weights = np.zeros(len(order.refs), dtype=np.int64)
+    comp[n_in:] = [-(-(op.macs // h) // hw.macs_per_cycle)
+                   for op, h in zip(ops_of, order.heights[n_in:], strict=True)]
+    weights[n_in:] = [op.weight_elems for op in ops_of]
+    return int(order_cycles(
+        np.asarray(order.tensor, dtype=np.int64), np.asarray(order.row, dtype=np.int64),
+        heights, np.array([deps.row_elems_of[r] for r in order.refs], dtype=np.int64), n_in,
+        np.array([r in leaving for r in order.refs], dtype=np.bool_), comp, weights, d,
+        float(hw.dram_bandwidth), hw.dram_latency))
 
 
 class _Serial:

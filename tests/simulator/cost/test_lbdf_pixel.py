@@ -23,7 +23,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from simulator.cost import lbdf
-from simulator.cost.lbdf import _PixelSchedule, line_buffer_elems, peak_row_bytes
+from simulator.cost.lbdf import _peaks, line_buffer_elems, peak_row_bytes
 from simulator.cost.rows import row_deps
 from simulator.hw import HardwareConfig, HardwareConfigError
 from simulator.partition import components
@@ -241,8 +241,7 @@ EXACT = ["3x3 conv", "5x5 conv", "dilated 3x3 conv", "strided 3x3 conv", "1x1 co
 
 def _wavefront(graph: ComputeGraph, ops: tuple[int, ...]) -> tuple[int, int]:
     """(whole-row schedule peak, pixel wavefront peak) in elements."""
-    rows, levels = _PixelSchedule(graph, ops, row_deps(graph)).peaks()
-    return rows, int(levels.max())
+    return _peaks(graph, ops)
 
 
 def _row_sum(graph: ComputeGraph, ops: tuple[int, ...]) -> int:
