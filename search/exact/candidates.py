@@ -388,8 +388,8 @@ class _Growth:
             cap = self._cap()
             if cap:
                 return cap
-            mask, desc, anc, nbr, pred, leaving, netin, weights, macs, tiles, res = \
-                queue.popleft()
+            e = queue.popleft()
+            mask, desc, anc, nbr = e[0], e[1], e[2], e[3]
             for v in bits(nbr & ~mask & ~self.unfusable_mask):
                 d2, a2 = desc | c.desc[v], anc | c.anc[v]
                 grown = d2 & a2  # the closure's own closure masks are d2 and a2
@@ -397,28 +397,39 @@ class _Growth:
                     continue
                 self.seen.add(grown)
                 added = bits(grown & ~mask)
-                w2 = weights + sum(self.weights[o] for o in added)
+                w2 = e[7] + sum(self.weights[o] for o in added)
                 if self._prune(grown, w2 * self.hw.dtype_bytes):
                     self.pruned += 1
                     continue
-                left = sum(1 << o for o in (*bits(leaving), *added)
-                           if self.is_output[o] or c.succ[o] & ~grown)
-                entry = (grown, d2, a2, nbr | _union(c.nbr, added), pred | _union(c.pred, added),
-                         left, netin | _union(self.netin, added), w2,
-                         macs + sum(self.macs[o] for o in added),
-                         max(tiles, *(self.floor_tiles[o] for o in added)),
-                         max(res, *(self.floor_res[o] for o in added)))
+                entry = self._extend(e, grown, d2, a2, added, w2)
                 self._record(entry)
                 queue.append(entry)
         return ""
 
+    def _extend(self, e: _Entry, grown: int, d2: int, a2: int, added: tuple[int, ...],
+                w2: int) -> _Entry:
+        """Entry `e` grown by the ops `added` into the set `grown` (weights `w2`)."""
+        c = self.closure
+        _, _, _, nbr, pred, leaving, netin, _, macs, tiles, res = e
+        left = sum(1 << o for o in (*bits(leaving), *added)
+                   if self.is_output[o] or c.succ[o] & ~grown)
+        return (grown, d2, a2, nbr | _union(c.nbr, added), pred | _union(c.pred, added),
+                left, netin | _union(self.netin, added), w2,
+                macs + sum(self.macs[o] for o in added),
+                max(tiles, *(self.floor_tiles[o] for o in added)),
+                max(res, *(self.floor_res[o] for o in added)))
+
     def _record(self, e: _Entry) -> None:
-        mask, _, _, _, pred, leaving, netin, weights, macs, tiles, res = e
+        mask, pred = e[0], e[4]
         self.masks.append(mask)
         self.preds.append(pred & ~mask)
+        self.lb.append(self._bounds(e))
+
+    def _bounds(self, e: _Entry) -> tuple[int, int, int]:
+        """(lb_dram, lb_cycles, lb_fit) of the set of entry `e`."""
+        mask, _, _, _, pred, leaving, netin, weights, macs, tiles, res = e
         if mask & self.unfusable_mask:
-            self.lb.append((0, 0, 0))  # runs layer by layer, tiled: no bound is claimed
-            return
+            return 0, 0, 0  # runs layer by layer, tiled: no bound is claimed
         elems = (sum(self.out_elems[p] for p in bits(pred & ~mask))
                  + sum(self.netin_elems[k] for k in bits(netin))
                  + sum(self.out_elems[o] for o in bits(leaving)) + weights)
@@ -433,7 +444,7 @@ class _Growth:
             # at least `excess` weight elements cannot stay resident: streamed, re-read by
             # every extra tile (tiles 0: no group of an op fits)
             fit += excess * max(tiles - 1, 0) * d
-        self.lb.append((dram, timing(dram, 0, macs, self.hw).cycles, fit))
+        return dram, timing(dram, 0, macs, self.hw).cycles, fit
 
     def _cap(self) -> str:
         if self.max_sets is not None and len(self.masks) >= self.max_sets:

@@ -33,6 +33,12 @@ optimal one included, had an entry in the queue at or above it): a plan at or be
 is proven optimal all the same. A wall-clock limit (`time_limit`) is an explicit opt-in safety;
 an answer it cut says so (``reproducible=False``).
 
+Wide antichains (the pieces of a fissioned op, HRNet's branches) make the down-sets, and
+transformers under BRR at large buffers the connected convex sets, too many to list: where the
+eager search meets its half of the set or state cap, `optimum` runs the lazy search of
+`search.exact.lazy` (down-sets reached from the A* frontier, a partial order reduction, a
+closed-form heuristic) with the rest of the caps.
+
 Incumbents: `optimum` starts from the best valid plan it is given or computes cheaply (the
 optimal segment plan and the greedy fusion plan, `search.baselines`, costed through the same
 cache) and never returns a worse one: when a cap leaves the A*'s answer above the incumbent, the
@@ -66,6 +72,7 @@ from search.exact.candidates import (
     evaluate_set,
     fit_bound,
 )
+from search.exact.lazy import lazy_search
 from search.registry import DEFAULT_EXACT_MAX_COSTED
 from simulator.cost import CostCache
 from simulator.plan import FusionGroup, PartitionPlan
@@ -80,8 +87,10 @@ class ExactCaps:
     """Counted work the exact solver may do (None: no cap); never wall-clock time.
 
     Attributes:
-        max_sets: Candidate sets the enumeration may find.
-        max_states: Down-sets the A* may list (beyond it: the best incumbent, not proven).
+        max_sets: Candidate sets the enumeration may find and the lazy search may grow
+            (together; `optimum` gives the enumeration half).
+        max_states: Down-sets the eager search may list and the lazy search may reach
+            (together; beyond it: the best incumbent, not proven).
         max_costed: Sets the A* may cost through the cost cache.
     """
 
@@ -158,6 +167,9 @@ class ExactResult:
         reproducible: False when a wall-clock limit cut the solve (the answer then depends on
             the machine and its load); True for every answer of the work caps.
         caps: The work caps the solve ran under.
+        search: ``eager`` (every down-set listed first, `solve`) or ``lazy`` (down-sets reached
+            from the A* frontier, `search.exact.lazy`).
+        listed: Down-sets listed (eager) or reached (lazy); None when the listing was cut.
     """
 
     plan: PartitionPlan
@@ -175,6 +187,8 @@ class ExactResult:
     source: str = "exact"
     reproducible: bool = True
     caps: ExactCaps = ExactCaps()
+    search: str = "eager"
+    listed: int | None = None
 
     def to_dict(self) -> dict[str, object]:
         """JSON-ready figures (the plan is left out)."""
@@ -454,12 +468,15 @@ def _best_incumbent(incumbents: Iterable[Incumbent]) -> Incumbent | None:
 
 def _from_incumbent(inc: Incumbent, space: CandidateSpace, *, costed: int, states: int,
                     seconds: float, optimal: bool, cap_reason: str, bound: int | None,
-                    reproducible: bool, caps: ExactCaps) -> ExactResult:
-    return ExactResult(
+                    reproducible: bool, caps: ExactCaps, **fields: object) -> ExactResult:
+    """`inc` as the answer; `fields` override the other `ExactResult` fields."""
+    base: dict[str, object] = dict(
         plan=inc.plan, dram_bytes=inc.dram_bytes, cycles=inc.cycles, mbu_bytes=inc.mbu_bytes,
         candidates=len(space), costed=costed, states=states, seconds=seconds,
         enumeration_seconds=space.seconds, optimal=optimal, cap_reason=cap_reason,
         bound_bytes=bound, source=inc.source, reproducible=reproducible, caps=caps)
+    base.update(fields)
+    return ExactResult(**base)  # type: ignore[arg-type]
 
 
 def solve(graph: ComputeGraph, cache: CostCache, space: CandidateSpace, *,
@@ -467,6 +484,9 @@ def solve(graph: ComputeGraph, cache: CostCache, space: CandidateSpace, *,
           max_states: int | None = None,
           incumbents: Iterable[Incumbent] = ()) -> ExactResult:
     """The least-DRAM plan over the sets of `space` (module docs); cycles break DRAM ties.
+
+    This is the eager search alone (every down-set listed first); `optimum` falls back to the
+    lazy search (`search.exact.lazy`) where the listing or the enumeration meets its cap.
 
     Args:
         graph: The network.
@@ -482,6 +502,16 @@ def solve(graph: ComputeGraph, cache: CostCache, space: CandidateSpace, *,
         incumbents: Valid plans known before the solve: the answer is never worse than the
             best of them.
     """
+    return _solve_eager(graph, cache, space, max_costed=max_costed, time_limit=time_limit,
+                        max_states=max_states, incumbents=incumbents)
+
+
+def _solve_eager(graph: ComputeGraph, cache: CostCache, space: CandidateSpace, *,
+                 max_costed: int | None, time_limit: float | None, max_states: int | None,
+                 incumbents: Iterable[Incumbent], raise_listing_cap: bool = False
+                 ) -> ExactResult:
+    """`solve`; with `raise_listing_cap`, the listing's work cap raises `_ListingCap` instead
+    of answering with the best incumbent (`optimum` then runs the lazy search)."""
     t = time.perf_counter()
     caps = ExactCaps(space.max_sets, max_states, max_costed)
     best = _best_incumbent(incumbents)
@@ -489,6 +519,8 @@ def solve(graph: ComputeGraph, cache: CostCache, space: CandidateSpace, *,
     try:
         search = _LazyAStar(graph, cache, space, max_states, budget)
     except _ListingCap as cap:
+        if raise_listing_cap and not cap.timed_out:
+            raise
         if best is None:
             best = _best_incumbent(baseline_incumbents(graph, cache))
         assert best is not None, "the optimal segment plan is always valid"
@@ -524,34 +556,161 @@ def solve(graph: ComputeGraph, cache: CostCache, space: CandidateSpace, *,
         plan=_plan(path), dram_bytes=dram, cycles=cycles, mbu_bytes=_mbu(path),
         candidates=len(space), costed=costed, states=states, seconds=seconds,
         enumeration_seconds=space.seconds, optimal=optimal, cap_reason=reason,
-        bound_bytes=bound, reproducible=reproducible, caps=caps)
+        bound_bytes=bound, reproducible=reproducible, caps=caps, listed=len(search.succ))
+
+
+def _solve_lazy(graph: ComputeGraph, cache: CostCache, space: CandidateSpace, *,
+                caps: ExactCaps, time_limit: float | None, incumbents: Iterable[Incumbent],
+                why: str, listed: int = 0) -> ExactResult:
+    """The lazy search (`search.exact.lazy`) under `caps`, after the eager search met a cap
+    (`why`: which) having found the sets of `space` and listed `listed` down-sets (they count
+    against the caps too); the answer is never worse than the best incumbent."""
+    t = time.perf_counter()
+    best = _best_incumbent(incumbents)
+    budget = _Budget(caps.max_costed, None if time_limit is None else t + time_limit)
+    out = lazy_search(graph, cache, max_sets=caps.max_sets, max_states=caps.max_states,
+                      budget=budget, upper=None if best is None else best.dram_bytes,
+                      sets_used=len(space), states_used=listed)
+    seconds = space.seconds + time.perf_counter() - t
+    reproducible = not (out.timed_out or budget.timed_out)
+    common = dict(candidates=out.sets, costed=out.costed, states=out.states, seconds=seconds,
+                  enumeration_seconds=space.seconds, reproducible=reproducible, caps=caps,
+                  search="lazy", listed=out.listed)
+    path = out.path
+    key = None if path is None else (sum(c.dram_bytes for c in path),
+                                     sum(c.cycles for c in path))
+    if best is None and (key is None or budget.reason):
+        best = _best_incumbent(baseline_incumbents(graph, cache))
+    chosen = best if best is not None and (key is None or best.key < key) else None
+    answer = chosen.dram_bytes if chosen is not None else key[0]
+    bound = out.bound
+    if out.reason and not out.timed_out and out.store is not None:
+        # a work cap stopped it: answer as the eager search does with a capped enumeration,
+        # the best plan over every set either search found (never worse than before it)
+        found = _merge(graph, cache, space, out.store)
+        left = None if time_limit is None else max(1e-9, time_limit - (time.perf_counter() - t))
+        salvage = _solve_eager(graph, cache, found, max_costed=caps.max_costed,
+                               time_limit=left, max_states=caps.max_states,
+                               incumbents=incumbents)
+        tail = salvage.cap_reason.lstrip("; ")
+        reason = "; ".join(r for r in (why, f"lazy search: {out.reason}",
+                                       f"the best plan over the {len(found):,} sets found"
+                                       + (f": {tail}" if tail else "")) if r)
+        return replace(salvage, cap_reason=reason, optimal=False, bound_bytes=None,
+                       search="lazy", listed=out.listed, states=out.states,
+                       costed=out.costed + salvage.costed,
+                       seconds=space.seconds + time.perf_counter() - t)
+    if out.reason:
+        optimal, reason = False, "; ".join(r for r in (why, f"lazy search: {out.reason}") if r)
+    elif budget.reason:  # the costing cap: proven when its lower bound reaches the answer
+        optimal = bound is not None and bound >= answer
+        claim = (f"; proven optimal all the same (the optimum is >= {bound:,} B)" if optimal
+                 else f"; the optimum is >= {bound:,} B" if bound is not None else "")
+        reason = "; ".join(r for r in (why, f"lazy search: {budget.reason}: optimal among the "
+                                           f"{out.costed:,} sets costed{claim}") if r)
+    else:
+        # complete: every set the incumbent's bound pruned belongs to no plan at or below the
+        # incumbent, so the better of the two is the optimum
+        optimal, reason = True, ""
+    if chosen is not None:
+        if reason:
+            reason = f"{reason}: the best plan known ({chosen.source}) instead"
+        return _from_incumbent(chosen, space, optimal=optimal, cap_reason=reason,
+                               bound=bound if budget.reason else None, **common)
+    assert path is not None
+    return ExactResult(plan=_plan(path), dram_bytes=key[0], cycles=key[1], mbu_bytes=_mbu(path),
+                       optimal=optimal, cap_reason=reason,
+                       bound_bytes=bound if budget.reason else None, **common)
+
+
+def _merge(graph: ComputeGraph, cache: CostCache, space: CandidateSpace,
+           store) -> CandidateSpace:
+    """The sets of `space` and of the lazy search's `store` (each once) and every singleton,
+    as an incomplete space (singletons first, as the enumeration lists them)."""
+    from search.exact.candidates import _Growth
+
+    rows = {m: (m, p, d, y, f) for m, p, d, y, f in zip(
+        space.masks, space.pred_masks, space.lb_dram, space.lb_cycles, space.lb_fit,
+        strict=True)}
+    for row in zip(store.masks, store.pred_masks, store.lb_dram, store.lb_cycles,
+                   store.lb_fit, strict=True):
+        rows.setdefault(row[0], row)
+    missing = [o for o in range(len(graph)) if 1 << o not in rows]
+    if missing:
+        growth = _Growth(graph, cache, None, None)
+        for o in missing:
+            e = growth._single(o)
+            rows[1 << o] = (1 << o, e[4] & ~(1 << o), *growth._bounds(e))
+    ordered = sorted(rows.values(), key=lambda r: r[0].bit_count() != 1)  # stable
+    masks, preds, lbd, lbc, lbf = (tuple(col) for col in zip(*ordered, strict=True))
+    return CandidateSpace(masks, preds, lbd, lbc, lbf, False, "", space.pruned, space.seconds,
+                          space.max_sets, space.timed_out)
 
 
 def optimum(graph: ComputeGraph, cache: CostCache, *, caps: ExactCaps | None = DEFAULT_CAPS,
             time_limit: float | None = None,
-            incumbents: Iterable[Incumbent] | None = None) -> ExactResult:
+            incumbents: Iterable[Incumbent] | None = None, search: str = "auto") -> ExactResult:
     """The least-DRAM valid plan of the (graph, hardware, dataflow) of `cache`.
 
     Enumerates the candidate sets (`enumerate_space`, capped by ``caps.max_sets``) and solves
-    the down-set shortest path (`solve`, capped by ``caps.max_states`` and
-    ``caps.max_costed``), starting from the incumbents (None: `baseline_incumbents`; pass
-    ``()`` for none). Every cap counts work, so the answer is the same on any machine under any
-    load. `time_limit` (seconds, opt-in, None by default) bounds both parts as well, the
-    enumeration taking at most `ENUMERATION_SHARE` of it; an answer it cut says
-    ``reproducible=False``. With a cap hit the result says ``optimal=False`` (unless the cap's
-    lower bound proves it) and why; the plan is valid and never worse than an incumbent.
+    the down-set shortest path (`solve`, listing at most ``min(caps.max_states,
+    EAGER_LISTING)`` down-sets, costing at most ``caps.max_costed`` sets), starting from the
+    incumbents (None: `baseline_incumbents`; pass ``()`` for none). Where the enumeration or the
+    listing meets its work cap (wide antichains, or more connected convex sets than the cap),
+    the lazy search (`search.exact.lazy`) solves it instead, under the same caps. Every cap
+    counts work, so the answer is the same on any machine under any load. `time_limit`
+    (seconds, opt-in, None by default) bounds both parts as well, the enumeration taking at
+    most `ENUMERATION_SHARE` of it; an answer it cut says ``reproducible=False``. With a cap
+    hit the result says ``optimal=False`` (unless the cap's lower bound proves it) and why;
+    the plan is valid and never worse than an incumbent.
+
+    Args:
+        search: ``auto`` (above), ``eager`` (never the lazy search: the behaviour before it)
+            or ``lazy`` (the lazy search alone, no enumeration first).
     """
+    if search not in ("auto", "eager", "lazy"):
+        raise ValueError(f"search must be auto, eager or lazy, got {search!r}")
     caps = caps or ExactCaps()
     t = time.perf_counter()
-    space = enumerate_space(graph, cache, max_sets=caps.max_sets,
+    if search == "lazy":
+        space = CandidateSpace((), (), (), (), (), True, "", 0, 0.0)  # nothing enumerated
+        incumbents = tuple(baseline_incumbents(graph, cache) if incumbents is None
+                           else incumbents)
+        left = None if time_limit is None else max(1e-9, time_limit - (time.perf_counter() - t))
+        return _solve_lazy(graph, cache, space, caps=caps, time_limit=left,
+                           incumbents=incumbents, why="")
+    # the eager search may use half of each work cap, the lazy search what is left
+    eager = search == "eager"
+    sets = caps.max_sets if eager or caps.max_sets is None else caps.max_sets // 2
+    listing = caps.max_states if eager else min(
+        EAGER_LISTING, EAGER_LISTING if caps.max_states is None else caps.max_states // 2)
+    space = enumerate_space(graph, cache, max_sets=sets,
                             time_limit=None if time_limit is None
                             else time_limit * ENUMERATION_SHARE)
-    if incumbents is None:
-        incumbents = baseline_incumbents(graph, cache)
+    incumbents = tuple(baseline_incumbents(graph, cache) if incumbents is None else incumbents)
     left = None if time_limit is None else max(1e-9, time_limit - (time.perf_counter() - t))
-    result = solve(graph, cache, space, max_costed=caps.max_costed, time_limit=left,
-                   max_states=caps.max_states, incumbents=incumbents)
-    return replace(result, caps=caps)
+    why, listed = space.cap_reason, 0
+    if search == "eager" or space.complete or time_limit is not None:
+        try:
+            result = _solve_eager(graph, cache, space, max_costed=caps.max_costed,
+                                  time_limit=left, max_states=listing, incumbents=incumbents,
+                                  raise_listing_cap=search == "auto")
+        except _ListingCap as cap:  # a work cap (the clock answers inside)
+            why, listed = str(cap), listing
+        else:
+            if search == "eager" or space.complete or not result.reproducible:
+                return replace(result, caps=caps)
+    left = None if time_limit is None else max(1e-9, time_limit - (time.perf_counter() - t))
+    result = _solve_lazy(graph, cache, space, caps=caps, time_limit=left,
+                         incumbents=incumbents, why=why, listed=listed)
+    return replace(result, caps=caps, seconds=time.perf_counter() - t)  # the eager try too
+
+
+EAGER_LISTING = 20_000
+"""The most down-sets the eager search lists (and at most half of ``max_states``) before the
+lazy search takes over (the zoo needs at most 1,029: the transformers as fused; the CNNs 547).
+The eager enumeration may find half of ``max_sets`` (the zoo needs at most 87,120: DeiT-S LBDF
+at 2 MiB as fused; the CNNs 72,190)."""
 
 
 ENUMERATION_SHARE = 2 / 3
