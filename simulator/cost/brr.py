@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from simulator.cost._lazy import LazyModule
 from simulator.cost.rows import RowDeps, row_deps
 from simulator.cost.traffic import buffer_traffic_elems
 from simulator.cost.types import Failure, GroupCost, timing
@@ -49,19 +50,7 @@ __all__ = ["ACCUMULATOR_BYTES", "FitFloors", "OpWeights", "TileCost", "TileRegio
            "group_cost", "incompatibility", "position_needs", "slice_elems", "slice_bounds",
            "tile_cost", "tile_regions"]
 
-class _Kernels:
-    """`simulator.cost._brr_kernels`, imported on first use: numba takes most of a second to
-    import, and a command that fails an input check or costs nothing must not wait for it."""
-
-    def __getattr__(self, name: str):
-        from simulator.cost import _brr_kernels
-
-        value = getattr(_brr_kernels, name)
-        setattr(self, name, value)  # later lookups bypass __getattr__
-        return value
-
-
-_k = _Kernels()
+_k = LazyModule("simulator.cost._brr_kernels")  # numba imported on first use
 
 ACCUMULATOR_BYTES = 4
 """Bytes of one partial sum of an input-channel-sliced op (32-bit accumulators)."""

@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from simulator.cost._lazy import LazyModule
 from simulator.cost.types import Failure, GroupCost, timing
 from simulator.hw import LBDF_BUFFERS, HardwareConfigError
 from simulator.scheme import Scheme
@@ -49,19 +50,7 @@ if TYPE_CHECKING:
 __all__ = ["RowOrder", "group_cost", "line_buffer_elems", "peak_row_bytes", "row_order"]
 
 
-class _Kernels:
-    """`simulator.cost._lbdf_kernels`, imported on first use: numba takes most of a second to
-    import, and a command that fails an input check or costs nothing must not wait for it."""
-
-    def __getattr__(self, name: str):
-        from simulator.cost import _lbdf_kernels
-
-        value = getattr(_lbdf_kernels, name)
-        setattr(self, name, value)  # later lookups bypass __getattr__
-        return value
-
-
-_k = _Kernels()
+_k = LazyModule("simulator.cost._lbdf_kernels")  # numba imported on first use
 
 
 def group_cost(graph: ComputeGraph, ops: Sequence[int], hw: HardwareConfig) -> GroupCost:
