@@ -1,8 +1,9 @@
 """The bad-input corpus: its table (``cases.tsv``), its files and how one case is run.
 
 Every case is one command line that must end in one line on stderr, exit status 2, no
-traceback and no file left behind, within `TIME_LIMIT_S` seconds and (in a subprocess)
-`MEMORY_LIMIT_BYTES` of address space. ``cases.tsv`` has four tab-separated columns:
+traceback and no file left behind, within `TIME_LIMIT_S` seconds of CPU time and (in a
+subprocess) `MEMORY_LIMIT_BYTES` of address space. ``cases.tsv`` has four tab-separated
+columns:
 
 * ``id``: the case's name;
 * ``tier``: ``in`` runs in-process through `fusion_dse.cli.main` in the default test tier,
@@ -46,6 +47,11 @@ MAX_LINE = 1_100
 """Longest stderr line a case may print (`simulator.limits.MAX_ERROR_CHARS` and the
 prefix)."""
 TIME_LIMIT_S = 60
+"""CPU seconds a case may take: the work it does, the same on an idle or a saturated machine
+(a blow-up takes minutes of it). A subprocess is stopped by the kernel past it (RLIMIT_CPU) and
+killed after `HANG_LIMIT_S` seconds of wall-clock time, for a case that waits instead of
+working (a FIFO without a writer)."""
+HANG_LIMIT_S = 600
 MEMORY_LIMIT_BYTES = 4 * 1024**3
 """Address-space limit of a subprocess case. Importing torch, scipy and matplotlib maps much
 more virtual memory than it touches: ``fusion-dse optimize resnet18 --budget 5`` fails to load
@@ -87,8 +93,8 @@ class Case:
 
 @dataclass(frozen=True)
 class Outcome:
-    """What a case did: exit status, stdout, stderr, seconds and peak memory (KiB, subprocess
-    only)."""
+    """What a case did: exit status, stdout, stderr, CPU seconds and peak memory (KiB,
+    subprocess only)."""
 
     code: int
     stdout: str
@@ -234,7 +240,7 @@ def run_in_process(args: list[str], folder: Path, stdout: str | None = None) -> 
 
     err = io.StringIO()
     cwd, path = os.getcwd(), list(sys.path)
-    start = time.perf_counter()
+    start = time.process_time()
     os.chdir(folder)
     with contextlib.ExitStack() as stack:
         out = open(stdout, "w", encoding="utf-8") if stdout else io.StringIO()  # noqa: SIM115
@@ -249,7 +255,7 @@ def run_in_process(args: list[str], folder: Path, stdout: str | None = None) -> 
             os.chdir(cwd)
             sys.path[:] = path
         text = out.getvalue() if isinstance(out, io.StringIO) else ""
-    return Outcome(code, text, err.getvalue(), time.perf_counter() - start)
+    return Outcome(code, text, err.getvalue(), time.process_time() - start)
 
 
 def _close_quietly(stream: io.IOBase) -> None:
@@ -263,8 +269,10 @@ def subprocess_env() -> dict[str, str]:
         [str(HERE.parents[1]), os.environ.get("PYTHONPATH", "")])}
 
 
-def _limit_memory() -> None:
+def _limit_resources() -> None:
     resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT_BYTES, MEMORY_LIMIT_BYTES))
+    resource.setrlimit(resource.RLIMIT_CPU, (TIME_LIMIT_S + 1, TIME_LIMIT_S + 2))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # SIGXCPU dumps no core in the folder
 
 
 def run_subprocess(args: list[str], folder: Path, stdout: str | None = None) -> Outcome:
@@ -272,13 +280,12 @@ def run_subprocess(args: list[str], folder: Path, stdout: str | None = None) -> 
     (stdout into the file `stdout` when given); the peak resident memory comes from
     wait4."""
     env = subprocess_env()
-    start = time.perf_counter()
     with open(stdout or folder / ".stdout", "w+b") as out, \
             open(folder / ".stderr", "w+b") as err:
         proc = subprocess.Popen([sys.executable, "-m", "fusion_dse", *args], cwd=folder,
                                 stdout=out, stderr=err, stdin=subprocess.DEVNULL, env=env,
-                                preexec_fn=_limit_memory)
-        timer = threading.Timer(TIME_LIMIT_S, proc.kill)
+                                preexec_fn=_limit_resources)
+        timer = threading.Timer(HANG_LIMIT_S, proc.kill)
         timer.start()
         try:
             _, status, usage = os.wait4(proc.pid, 0)
@@ -294,7 +301,7 @@ def run_subprocess(args: list[str], folder: Path, stdout: str | None = None) -> 
     if stdout is None:
         (folder / ".stdout").unlink()
     (folder / ".stderr").unlink()
-    return Outcome(proc.returncode, text, stderr, time.perf_counter() - start,
+    return Outcome(proc.returncode, text, stderr, usage.ru_utime + usage.ru_stime,
                    usage.ru_maxrss)
 
 
@@ -308,7 +315,7 @@ def masked(line: str, generated: Path, folder: Path) -> str:
 
 def measure(ids: list[str]) -> None:
     """Run the cases `ids` (all when empty) in a subprocess under the limits and print each
-    one's seconds and peak resident memory, slowest and largest last:
+    one's CPU seconds and peak resident memory, slowest and largest last:
     ``.venv/bin/python tests/hardening/corpus.py [ID ...]`` (``--from ID``: that case and
     every one after it)."""
     import tempfile
@@ -329,11 +336,11 @@ def measure(ids: list[str]) -> None:
             outcome = run_subprocess(case.args(generated, folder), folder,
                                      case.stdout(generated, folder))
             rows.append((outcome.seconds, outcome.max_rss_kib or 0, outcome.code, case.id))
-            print(f"{case.id}\t{outcome.code}\t{outcome.seconds:.2f} s\t"
+            print(f"{case.id}\t{outcome.code}\t{outcome.seconds:.2f} s CPU\t"
                   f"{(outcome.max_rss_kib or 0) / 1024:.0f} MiB", flush=True)
             shutil.rmtree(folder, ignore_errors=True)
     slowest, largest = max(rows), max(rows, key=lambda r: r[1])
-    print(f"{len(rows)} cases; slowest {slowest[3]} {slowest[0]:.2f} s; largest "
+    print(f"{len(rows)} cases; slowest {slowest[3]} {slowest[0]:.2f} s CPU; largest "
           f"{largest[3]} {largest[1] / 1024:.0f} MiB peak resident memory; exit statuses "
           f"{sorted({r[2] for r in rows})}")
 

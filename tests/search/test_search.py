@@ -179,7 +179,18 @@ def test_a_network_without_fuseable_ops_gives_the_lbl_plan(hw):
     assert s["budget_used"] == 0 and result.cost.valid  # each conv runs tiled to the buffer
 
 
-def test_a_network_with_an_op_that_cannot_run_even_tiled_is_refused(hw):
+def test_a_network_with_an_op_that_cannot_run_even_tiled_is_refused(nets, hw):
+    p = SearchProblem(nets["residual"](), hw(64), "lbdf")
+    with pytest.raises(InputError, match=r"no plan of residual can run with a 64 B buffer: "
+                                         r"'c1' cannot run layer by layer: its smallest tile "
+                                         r"\(1 output row of 1 output channel and 1 input "
+                                         r"channel\) needs 122 B > buffer 64 B"):
+        run_search(p, LocalSearch(), 100, np.random.default_rng(0))
+
+
+@pytest.mark.slow
+def test_a_zoo_network_with_an_op_that_cannot_run_even_tiled_is_refused(hw):
+    # every other op of resnet18 is costed layer by layer at 256 B first (a few CPU seconds)
     p = SearchProblem(load_zoo("resnet18"), hw(256), "lbdf")
     with pytest.raises(InputError, match=r"no plan of resnet18 can run with a 256 B buffer: "
                                          r"'conv1' cannot run layer by layer: its smallest "
