@@ -484,7 +484,9 @@ def test_an_opt_in_time_limit_cuts_the_listing_and_says_it_is_not_reproducible(h
     started = time.perf_counter()
     res = optimum(graph, cache, caps=ExactCaps(max_sets=20_000), time_limit=0.5)
     assert time.perf_counter() - started < 30.0  # listing all 2^20 takes minutes
-    assert not res.optimal and "listing the down-sets" in res.cap_reason
+    # Where the clock stops it depends on the machine: the eager listing (slow machine) or the
+    # lazy search after the eager one listed its share (fast machine); either says so.
+    assert not res.optimal and "time cap" in res.cap_reason
     assert not res.reproducible
     cost = evaluate_plan(graph, res.plan, cache.hw, "lbdf", cache)
     assert cost.valid and cost.dram_bytes == res.dram_bytes <= segment_dp(graph, cache).dram_bytes
