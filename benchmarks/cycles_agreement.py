@@ -2,7 +2,8 @@
 
 For every zoo network (the 13 CNNs and vit_b_16, deit_s, bert_base) under LBDF and BRR at
 64 KiB, 256 KiB and 2 MiB (edge-npu), the segment-DP plan (`search.baselines.segment_dp`, the
-least-DRAM segment plan; the greedy plan where segment_dp fails) is costed (`evaluate_plan`) and simulated (`simulator.engine`). Each
+least-DRAM segment plan; the greedy plan where segment_dp fails) is costed (`evaluate_plan`)
+and simulated (`simulator.engine`). Each
 row prints the analytic cycles (what summaries, sweeps and `compare` report), the simulated
 cycles and their relative difference; the roofline max(compute, DRAM) summed over the groups
 (the analytic cycles before the schedule-aware model, docs/cost-model.md section 5) and its

@@ -591,6 +591,7 @@ class RgExplainerGET:
     refine: bool = True
     _policies: dict[tuple[str, str], tuple[RgPolicy, RgConfig]] = field(default_factory=dict,
                                                                         repr=False)
+    _ranked: dict[tuple, tuple[Edge, ...]] = field(default_factory=dict, repr=False)
 
     def _path(self, scheme: str, stages: str | None = None) -> Path:
         return Path(self.checkpoint) if self.checkpoint is not None \
@@ -608,11 +609,24 @@ class RgExplainerGET:
 
     def explain(self, graph: ComputeGraph, ops: Group, cache: CostCache,
                 rng: np.random.Generator) -> list[Edge]:
-        """Group edges ranked from the policy's explanation (see `rank_edges`)."""
+        """Group edges ranked from the policy's explanation (see `rank_edges`). Greedy
+        explanations are deterministic: a group explained before gets its ranking again (the
+        generator is drawn from all the same)."""
         seed = _seed(rng)
         if len(ops) < 2:
             return []
         stages = graph_stages_for(self.graph_stages, graph)
+        key = (graph, cache.scheme, stages, cache.hw.buffer_bytes, cache.hw.dtype_bytes,
+               tuple(ops))
+        if self.greedy and key in self._ranked:
+            return list(self._ranked[key])
+        ranked = self._explain(graph, ops, cache, seed, stages)
+        if self.greedy:
+            self._ranked[key] = tuple(ranked)
+        return ranked
+
+    def _explain(self, graph: ComputeGraph, ops: Group, cache: CostCache, seed: int,
+                 stages: str) -> list[Edge]:
         with torch.random.fork_rng(), threads(1), torch.no_grad():
             policy, _ = self._policy(cache.scheme, stages)
             scorer = SubgraphScorer(graph, ops, cache.hw.buffer_bytes, cache.hw.dtype_bytes,

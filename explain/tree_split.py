@@ -31,13 +31,21 @@ seed every plan a random search proposes costs at most what it costs with the ra
 How often the baseline was cheaper is counted (`baseline_kept`). `GetSplitter.split_outcome`
 returns, with the pieces, which split was kept (`SplitChoice`) and the explanation Algorithm 1
 cut the group by, so a report shows exactly what was done.
+
+Explaining ahead (`GetSplitter.prepare`): with an explainer that explains many groups at once
+(`BatchExplainer`: GNNExplainer, one optimisation over them all) and whose answer for a group
+depends on nothing else, the groups Algorithm 1 will explain are explained before it runs, a
+level of its recursion at a time, each level in one batch (`_prefetch`, which takes the same
+decisions with the same functions). The search's repair hints whole rounds and random search
+whole windows of plans (`search.repair`). Algorithm 1 then runs unchanged and finds every
+explanation ready: splits and counters are those it makes alone.
 """
 
 from __future__ import annotations
 
 import copy
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Protocol, runtime_checkable
@@ -52,8 +60,8 @@ from simulator.partition import Group, components
 from simulator.scheme import Scheme
 from simulator.workload.graph import ComputeGraph
 
-__all__ = ["AllEdgesExplainer", "DeferredExplainer", "Explainer", "GetSplitter", "SplitChoice",
-           "SplitOutcome", "SplitStats", "guided_splitter"]
+__all__ = ["AllEdgesExplainer", "BatchExplainer", "DeferredExplainer", "Explainer", "GetSplitter",
+           "SplitChoice", "SplitOutcome", "SplitStats", "guided_splitter"]
 
 
 @runtime_checkable
@@ -74,6 +82,18 @@ class Explainer(Protocol):
                 rng: np.random.Generator) -> list[Edge]:
         """Edges of the group (pairs (i, j) with j a successor of i, both in `ops`), most
         responsible first."""
+        ...
+
+
+@runtime_checkable
+class BatchExplainer(Explainer, Protocol):
+    """An explainer that explains many groups at once (GNNExplainer: one optimisation over
+    them all). Its answer for a group must not depend on the batch, nor on the order of calls,
+    nor on a generator: `GetSplitter` explains ahead what Algorithm 1 will ask (`prepare`)."""
+
+    def explain_many(self, graph: ComputeGraph, groups: Sequence[Group],
+                     cache: CostCache) -> list[list[Edge]]:
+        """`explain` of every group, in order."""
         ...
 
 
@@ -183,6 +203,17 @@ class GetSplitter:
     _memo: dict[tuple, list[Group] | None] = field(default_factory=dict, repr=False)
     _rectified: dict[tuple, bool] = field(default_factory=dict, repr=False)
     _explained: dict[tuple, tuple[Edge, ...]] = field(default_factory=dict, repr=False)
+    _prepared: set[tuple] = field(default_factory=set, repr=False)
+    _solutions: dict[tuple, list[Solution]] = field(default_factory=dict, repr=False)
+
+    def _solutions_of(self, graph: ComputeGraph, cache: CostCache, group: Group,
+                      edges: list[Edge]) -> list[Solution]:
+        """`solutions` of a group's explained edges, memoised (`prepare` and Algorithm 1 ask
+        for the same)."""
+        key = (cache.graph, cache.hw, cache.scheme, group, tuple(edges))
+        if key not in self._solutions:
+            self._solutions[key] = solutions(graph, group, edges)
+        return self._solutions[key]
 
     @property
     def baseline(self) -> RandomSplitter | None:
@@ -201,9 +232,30 @@ class GetSplitter:
         return self.explainer.supports(scheme)
 
     def report(self) -> dict[str, Any]:
-        """The Table V figures (`SplitStats`) and the settings, for the run's summary."""
+        """The Table V figures (`SplitStats`) and the settings, for the run's summary, with the
+        explainer's own figures when it has any (GNNExplainer's masks optimised and reused)."""
+        made = getattr(self.explainer, "_made", self.explainer)  # not made: nothing to report
+        own = getattr(made, "report", None)
         return {**self.stats.to_dict(), "max_edges": self.max_edges,
-                "keep_baseline": self.keep_baseline}
+                "keep_baseline": self.keep_baseline, **(own() if callable(own) else {})}
+
+    @property
+    def prepares(self) -> bool:
+        """True if `prepare` does anything: the explainer explains in batches (GNNExplainer)."""
+        return _batch_explainer(self.explainer) is not None
+
+    def prepare(self, graph: ComputeGraph, groups: Sequence[Group], cache: CostCache) -> None:
+        """A hint that `groups` will be split next (`search.repair.Repairer` gives every group
+        of a round, random search every group of an ask): with an explainer that explains in
+        batches, every group Algorithm 1 will explain for them is explained now, a level of
+        the recursion at a time, each level in one batch. Splits do not change, only the time
+        they take; other explainers ignore it."""
+        explainer = _batch_explainer(self.explainer)
+        if explainer is None or not groups:
+            return
+        start = time.perf_counter()
+        _prefetch(self, graph, cache, groups, explainer)
+        self.stats.explain_seconds += time.perf_counter() - start
 
     def split(self, graph: ComputeGraph, ops: Group, cache: CostCache,
               rng: np.random.Generator) -> list[Group]:
@@ -220,6 +272,7 @@ class GetSplitter:
             return SplitOutcome((group,), SplitChoice.FITS, (), None)
         baseline = (RandomSplitter().split(graph, group, cache, copy.deepcopy(rng))
                     if self.keep_baseline else None)
+        self.prepare(graph, [group], cache)
         self.stats.requests += 1
         key = (cache.graph, cache.hw, cache.scheme, group)
         if key not in self._rectified:
@@ -313,7 +366,8 @@ class _Tree:
     def _split(self, group: Group) -> list[Group] | None:
         if len(group) == 1:
             return None
-        cats = self._categorise(solutions(self.graph, group, self._explain(group)))
+        cats = self._categorise(self.owner._solutions_of(self.graph, self.cache, group,
+                                                         self._explain(group)))
         if cats[0]:
             best = min(cats[0], key=lambda s: self.dram(s.groups))
             return list(best.groups)
@@ -352,24 +406,10 @@ class _Tree:
         return all(self.fits(p) for seg in segments if seg for p in components(self.graph, seg))
 
     def _categorise(self, found: list[Solution]) -> tuple[list, list, list]:
-        both, one, neither = [], [], []
-        for s in found:
-            first = all(self.fits(g) for g in s.first)
-            second = all(self.fits(g) for g in s.second)
-            if first and second:
-                both.append(s)
-            elif not both:
-                (one if first or second else neither).append((s, first) if first or second
-                                                            else s)
-        return both, one, neither
+        return _categorise(found, self.fits)
 
     def _intermediate(self, candidates: list[tuple[Solution, bool]]) -> list[Group] | None:
-        def valid_ops(c: tuple[Solution, bool]) -> int:
-            s, first_fits = c
-            return sum(len(g) for g in (s.first if first_fits else s.second))
-
-        s, first_fits = max(candidates, key=valid_ops)
-        valid, invalid = (s.first, s.second) if first_fits else (s.second, s.first)
+        valid, invalid = _intermediate_sides(candidates)
         rest = self._split_all(invalid)
         return None if rest is None else list(valid) + rest
 
@@ -381,3 +421,86 @@ class _Tree:
                 return None
             out.extend(pieces)
         return out
+
+
+def _categorise(found: list[Solution], fits: Callable[[Group], bool],
+                ) -> tuple[list, list, list]:
+    """Algorithm 1's three categories of `found`: both sides fit; one side fits, as
+    (solution, first side fits); neither side fits."""
+    both, one, neither = [], [], []
+    for s in found:
+        first = all(fits(g) for g in s.first)
+        second = all(fits(g) for g in s.second)
+        if first and second:
+            both.append(s)
+        elif not both:
+            (one if first or second else neither).append((s, first) if first or second
+                                                        else s)
+    return both, one, neither
+
+
+def _intermediate_sides(candidates: list[tuple[Solution, bool]],
+                        ) -> tuple[tuple[Group, ...], tuple[Group, ...]]:
+    """The (fitting, not fitting) sides of the category-2 solution whose fitting side has the
+    most ops (the first such)."""
+    def valid_ops(c: tuple[Solution, bool]) -> int:
+        s, first_fits = c
+        return sum(len(g) for g in (s.first if first_fits else s.second))
+
+    s, first_fits = max(candidates, key=valid_ops)
+    return (s.first, s.second) if first_fits else (s.second, s.first)
+
+
+def _batch_explainer(explainer: Explainer) -> BatchExplainer | None:
+    """The explainer behind `explainer` (made, if deferred) when it explains groups in batches,
+    else None."""
+    made = getattr(explainer, "made", None)
+    inner = made() if callable(made) else explainer
+    batches = isinstance(inner, BatchExplainer) and getattr(inner, "batches", True)
+    return inner if batches else None
+
+
+def _prefetch(owner: GetSplitter, graph: ComputeGraph, cache: CostCache,
+              groups: Sequence[Group], explainer: BatchExplainer) -> None:
+    """Explain, a level of Algorithm 1's recursion at a time and each level in one batch,
+    every group that splitting `groups` will explain: the group itself, then the pieces its
+    explanation leads to (the category-2 solution's side that does not fit, or both sides of
+    every category-3 solution), and so on. The same decisions as `_Tree`, from the same
+    functions, without counting queries; groups whose split is memoised are not explained again
+    (nor what lies below them). A group explained here and not needed (a category-3 branch
+    abandoned when a sibling piece cannot be split) costs time, never a different result:
+    the explainer's answer for a group does not depend on when or with what it is computed."""
+    def fits(g: Group) -> bool:
+        return cache.run(g).fits
+
+    def key(g: Group) -> tuple:
+        return (cache.graph, cache.hw, cache.scheme, g)
+
+    k = owner.max_edges
+    seen: set[Group] = set()
+    frontier: list[Group] = []
+    for g in groups:
+        g = tuple(sorted(g))
+        done = key(g) in owner._prepared or (key(g) in owner._memo and key(g) in owner._rectified)
+        if g not in seen and len(g) > 1 and not done and not fits(g):
+            seen.add(g)
+            frontier.append(g)
+    while frontier:
+        nxt: list[Group] = []
+        for g, edges in zip(frontier, explainer.explain_many(graph, frontier, cache),
+                            strict=True):
+            owner._prepared.add(key(g))  # explained, and below it all is by the call's end
+            if key(g) in owner._memo:
+                continue
+            both, one, neither = _categorise(
+                owner._solutions_of(graph, cache, g, edges if k is None else edges[:k]), fits)
+            if both:
+                continue
+            pieces = (_intermediate_sides(one)[1] if one
+                      else [p for s in neither for p in s.groups])
+            for p in pieces:
+                if (p not in seen and len(p) > 1 and key(p) not in owner._prepared
+                        and key(p) not in owner._memo and not fits(p)):
+                    seen.add(p)
+                    nxt.append(p)
+        frontier = nxt

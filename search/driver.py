@@ -205,6 +205,7 @@ def _loop(context: SearchContext, algorithm: SearchAlgorithm, termination: Termi
           recorder: _Recorder, progress: ProgressFn | None) -> None:
     algorithm.start(context)
     while not termination.done(recorder.state()) and not _finished(algorithm):
+        context.remaining = termination.remaining(recorder.state())
         plans = algorithm.ask()
         if not plans:
             raise RuntimeError(f"algorithm {algorithm.name!r} proposed no plan")

@@ -167,6 +167,9 @@ class SearchContext:
         self.repairer = Repairer(problem.graph, self.cache, problem.splitter,
                                  int(rng.integers(2**63)))
         self.plans: Memo[PartitionPlan, PlanScore] = Memo()
+        self.remaining: int | None = None
+        """Plans the search may still evaluate, set by the driver before every ask (None: no
+        cap); random search draws no more plans ahead than that."""
 
     @property
     def fuseable(self) -> frozenset[int]:

@@ -16,11 +16,18 @@ baseline instead; local search and NSGA-II use it when the splitter's own repair
 plan already evaluated (`Repairer.repair_new`), so that a deterministic, DRAM-minimising repair
 does not spend the budget re-proposing known plans. Splitters without a baseline (the random
 one) are unaffected.
+
+A splitter may also take *hints* (a true ``prepares`` attribute and a ``prepare(graph, groups,
+cache)`` method): before each round of a repair it is told every group of the round not split
+yet, and `Repairer.prepare` tells it the groups of plans to be repaired later (random search
+draws its plans ahead). The explanation-guided splitter over GNNExplainer then explains them in
+batches. A hint changes no result, only when the work is done.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
+from functools import cached_property
 
 import numpy as np
 
@@ -122,8 +129,33 @@ class Repairer:
     def repair(self, groups: Iterable[Sequence[int]], baseline: bool = False) -> PartitionPlan:
         """A valid plan from weakly connected, disjoint groups covering every op; with
         `baseline`, groups that do not fit are split by the baseline splitter (if any)."""
-        current = make_acyclic(self.graph, [tuple(g) for g in groups])
+        return self._repair(make_acyclic(self.graph, [tuple(g) for g in groups]), baseline)
+
+    @cached_property
+    def _hints(self) -> bool:
+        """True if the splitter takes hints: a true ``prepares`` attribute and a
+        ``prepare(graph, groups, cache)`` method (the explanation-guided splitter over an
+        explainer that explains in batches)."""
+        return bool(getattr(self.splitter, "prepares", False))
+
+    def prepare(self, plans: Sequence[Iterable[Sequence[int]]]) -> None:
+        """A hint that these plans will be repaired next: a splitter that takes hints is told
+        every group of their first round (the explanation-guided one then explains together
+        what it will need). Changes no result."""
+        if self._hints:
+            self._prepare([g for groups in plans
+                           for g in make_acyclic(self.graph, [tuple(g) for g in groups])], False)
+
+    def _prepare(self, groups: Sequence[Group], baseline: bool) -> None:
+        if baseline or not self._hints:
+            return
+        todo = list(dict.fromkeys(g for g in groups if g not in self._memo))
+        if todo:
+            self.splitter.prepare(self.graph, todo, self.cache)
+
+    def _repair(self, current: list[Group], baseline: bool) -> PartitionPlan:
         while True:
+            self._prepare(current, baseline)
             out: list[Group] = []
             changed = False
             for g in current:
