@@ -9,9 +9,11 @@ layer-by-layer plan as the result (exit status 0).
 from __future__ import annotations
 
 import argparse
+import hashlib
+import json
 import re
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -26,10 +28,41 @@ if TYPE_CHECKING:
 __all__ = ["DEFAULT_OUT_ROOT", "RUNS", "default_out_dir", "run_optimize", "summary_text"]
 
 
-def default_out_dir(model_name: str, scheme: str, search: str) -> Path:
-    """``fusion-dse-out/<model>-<scheme>-<search>`` (relative to the working directory)."""
-    slug = re.sub(r"[^A-Za-z0-9_.@-]+", "_", model_name).strip("_.") or "model"
-    return Path(DEFAULT_OUT_ROOT) / f"{slug}-{scheme}-{search}"
+def default_out_dir(summary: SearchSummary, settings: Mapping[str, Any]) -> Path:
+    """``fusion-dse-out/MODEL@SHAPE-HW-BUFFER-SCHEME-SEARCH-HASH`` (relative to the working
+    directory), e.g. ``resnet50@320-edge-npu-128KiB-lbdf-auto-3f9a2c``: HASH is a digest of
+    every setting of the run and of the hardware's fields, so two different runs never share
+    a folder and the same run finds its own."""
+    from simulator.hw import format_size
+
+    slug = _slug(f"{summary.model}{_shape_tag(summary.input_shapes)}")
+    hw = _slug(summary.hw)
+    buffer = format_size(summary.buffer_bytes).replace(" ", "")
+    digest = hashlib.sha256(json.dumps(
+        {"settings": dict(settings), "hardware": dict(summary.hardware or {}),
+         "model": summary.model_spec, "inputs": summary.input_shapes},
+        sort_keys=True, default=str).encode()).hexdigest()[:6]
+    return Path(DEFAULT_OUT_ROOT) / f"{slug}-{hw}-{buffer}-{summary.scheme}-{summary.search}-" \
+        f"{digest}"
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.@-]+", "_", text).strip("_.") or "model"
+
+
+def _shape_tag(shapes: Sequence[Sequence[int]] | None) -> str:
+    """``@320`` for a square image input 1x3x320x320, ``@320x240`` for a non-square one,
+    ``@1x128`` for other shapes; '' without shapes."""
+    if not shapes:
+        return ""
+    first = list(shapes[0])
+    if len(first) == 4:
+        return f"@{first[2]}" if first[2] == first[3] else f"@{first[2]}x{first[3]}"
+    return "@" + "x".join(map(str, first))
+
+
+_NOT_SETTINGS = frozenset({"run", "out", "force", "quiet", "format"})
+"""Options that do not change what a run computes (left out of its folder's digest)."""
 
 
 def run_optimize(args: argparse.Namespace) -> str:
@@ -54,17 +87,53 @@ def run_optimize(args: argparse.Namespace) -> str:
                       exact_max_costed=args.exact_max_costed,
                       compute_optimum=args.compute_optimum, graph_stages=args.graph_stages,
                       substitution=args.substitution)
-    out = Path(args.out) if args.out else default_out_dir(result.graph.name, args.scheme,
-                                                          args.search)
+    settings = {k: v for k, v in vars(args).items() if k not in _NOT_SETTINGS}
+    out = Path(args.out) if args.out else default_out_dir(result.summary, settings)
+    replaced = earlier_run(out, result.summary)
     files = write_outputs(result, out, force=args.force)
+    if replaced:
+        print(f"fusion-dse: note: {one_line(f'replaced the earlier run in {out} ({replaced})')}",
+              file=sys.stderr)
     for line in (result.summary.message, *result.summary.notes):
         if line:
             print(f"fusion-dse: note: {one_line(line)}", file=sys.stderr)
     return summary_text(result.summary, out, list(files))
 
 
+def earlier_run(out: Path, summary: SearchSummary) -> str | None:
+    """What the run whose summary.json is in `out` computed, when it differs from `summary`
+    (model, input, hardware, buffer, dataflow, search, seed or budget): the run about to
+    replace it says so. None when `out` holds no summary or the same settings."""
+    from simulator.errors import InputError
+    from simulator.limits import load_json_file
+
+    if not (out / "summary.json").is_file():
+        return None
+    try:
+        doc = load_json_file(out / "summary.json", "plan", "summary.json", InputError)
+    except (OSError, InputError):
+        return None
+    if not isinstance(doc, dict):
+        return None
+    new = summary.to_dict()
+    keys = ("model_spec", "input_shapes", "hw", "buffer_bytes", "scheme", "search", "repair",
+            "seed", "budget", "objectives", "hardware")
+    if all(doc.get(k) == new.get(k) for k in keys):
+        return None
+    buffer = doc.get("buffer_bytes")
+    return (f"{doc.get('model_spec') or doc.get('model')}, {doc.get('hw')}, "
+            f"{_size(buffer) if isinstance(buffer, int) else buffer}, {doc.get('scheme')}, "
+            f"{doc.get('search')}, seed {doc.get('seed')}")
+
+
 RUNS = {"optimize": run_optimize}
 """The code of the subcommands this module runs (options: ``cli.toml``)."""
+
+
+def _size(n: int) -> str:
+    from simulator.hw import format_size
+
+    return f"{format_size(n)}, {n:,} B"
 
 
 def _b(n: Any) -> str:
@@ -80,7 +149,7 @@ def summary_text(summary: SearchSummary, out: Path, files: list[str]) -> str:
     s, best = summary, summary.best
     caches = s.caches
     head = [
-        f"{s.model} on {s.hw} (buffer {s.buffer_bytes:,} B), {s.scheme}, "
+        f"{s.model_label} on {s.hw} (buffer {_size(s.buffer_bytes)}), {s.scheme}, "
         f"{s.search} + {s.repair} repair, objectives {','.join(s.objectives)}, "
         f"seed {s.seed}",
         f"  plans evaluated     {s.budget_used:,} of {s.budget:,} "
@@ -99,6 +168,7 @@ def summary_text(summary: SearchSummary, out: Path, files: list[str]) -> str:
         f"fuseable ops {_b(best['mbu_bytes'])} B)",
         f"  cycles              {_b(best['cycles'])}",
         f"  energy              {best['energy_pj'] / 1e6:,.3f} uJ",
+        *_dataflow_lines(best),
         _optimum_line(s),
         f"  cache hit rates     groups {_pct(caches['group'])}, splits "
         f"{_pct(caches['splitter'])}, plans {_pct(caches['plan'])}",
@@ -109,6 +179,14 @@ def summary_text(summary: SearchSummary, out: Path, files: list[str]) -> str:
         f"outputs in {out}: {', '.join(files)}",
     ]
     return "\n".join(head)
+
+
+def _dataflow_lines(best: Mapping[str, Any]) -> list[str]:
+    """A hybrid plan's groups per dataflow."""
+    from fusion_dse.reports import dataflow_shares
+
+    counts = best.get("groups_by_dataflow")
+    return [f"  groups per dataflow {dataflow_shares(counts)}"] if counts else []
 
 
 def _splitter_lines(stats: Mapping[str, Any] | None, diversified: int = 0) -> list[str]:

@@ -83,7 +83,7 @@ _PROVEN_SIZE = 32
 """Reproducible exact answers of this process by (graph, hardware, dataflow, work caps), most
 recent last."""
 
-_MB = 1e6
+_MIB = 2**20
 
 
 @dataclass(frozen=True)
@@ -296,10 +296,14 @@ def _with_incumbent(result: SearchResult, problem: SearchProblem, cache: CostCac
 def report_stage(result: SearchResult, problem: SearchProblem, seed: int,
                  baselines: Mapping[str, Baseline], baseline_seconds: float,
                  best_known: Optimum | None = None,
-                 staged: StagedGraph | None = None) -> SearchResult:
-    """The result with the run's seed, hardware, baselines, optimum, splitter figures and
-    graph stages added to its summary."""
+                 staged: StagedGraph | None = None,
+                 model_spec: str | None = None) -> SearchResult:
+    """The result with the run's seed, hardware, baselines, optimum, splitter figures, graph
+    stages and model (as asked for, with its input shapes) added to its summary."""
+    inputs = (staged.source if staged else problem.graph).input_shapes
     summary = replace(result.summary, seed=seed, hardware=problem.hw.to_dict(),
+                      model_spec=model_spec or result.summary.model,
+                      input_shapes=tuple(tuple(int(d) for d in s) for s in inputs),
                       baselines=baselines, baseline_seconds=baseline_seconds,
                       splitter=problem.splitter.report(), optimum=best_known,
                       graph_stages=staged.to_dict() if staged and staged.stages else None)
@@ -338,7 +342,9 @@ def run_pipeline(spec: RunSpec, progress: bool | ProgressFn = False,
                                    else None, time_limit, caps)
     baselines, seconds = baselines_stage(problem, cache)
     result = incumbent_stage(result, problem, cache, baselines, best_known)
-    return report_stage(result, problem, seed, baselines, seconds, best_known, staged)
+    spec_name = spec.model if isinstance(spec.model, str) else graph.name
+    return report_stage(result, problem, seed, baselines, seconds, best_known, staged,
+                        spec_name)
 
 
 def _check_time_limit(limit: Any) -> float | None:
@@ -385,5 +391,5 @@ def _progress_bar(progress: bool | ProgressFn, termination: Termination, label: 
         def update(done: int, best: int | None) -> None:
             bar.update(done - bar.n)
             if best is not None:
-                bar.set_postfix_str(f"best {best / _MB:.3f} MB", refresh=False)
+                bar.set_postfix_str(f"best {best / _MIB:.3f} MiB", refresh=False)
         yield update

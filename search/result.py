@@ -172,6 +172,9 @@ class SearchSummary:
         search_best: When ``best_source`` is not ``search``, the search's own best
             (``PlanCost.totals()`` and ``found_at``): what a comparison of search algorithms
             reads.
+        model_spec: The model as the run was asked for it (``resnet50@320``, a file path),
+            added by the pipeline; `model` is the network's name.
+        input_shapes: The shapes of the network's inputs, added by the pipeline.
     """
 
     model: str
@@ -203,6 +206,17 @@ class SearchSummary:
     graph_stages: Mapping[str, Any] | None = None
     best_source: str = "search"
     search_best: Mapping[str, Any] | None = None
+    model_spec: str | None = None
+    input_shapes: tuple[tuple[int, ...], ...] | None = None
+
+    @property
+    def model_label(self) -> str:
+        """The model with its input shape, for titles and headers:
+        ``resnet50@320 (1x3x320x320)``."""
+        name = self.model_spec or self.model
+        if not self.input_shapes:
+            return name
+        return f"{name} ({', '.join('x'.join(map(str, s)) for s in self.input_shapes)})"
 
     def _search_best(self) -> dict[str, Any] | None:
         """``search_best``: the search's own best (``best`` itself when the search found the
@@ -238,7 +252,9 @@ class SearchSummary:
                  "baseline_seconds": self.baseline_seconds, "splitter": self.splitter,
                  "optimum": None if self.optimum is None else self.optimum.to_dict(),
                  "graph_stages": None if self.graph_stages is None else dict(self.graph_stages),
-                 "search_best": self._search_best()}
+                 "search_best": self._search_best(), "model_spec": self.model_spec,
+                 "input_shapes": None if self.input_shapes is None else
+                 [list(s) for s in self.input_shapes]}
         doc.update((k, v) for k, v in extra.items() if v is not None)
         return doc
 

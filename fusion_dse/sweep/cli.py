@@ -22,7 +22,8 @@ from simulator.errors import InputError
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["DEFAULT_STORE_DIR", "PLOT_KINDS", "RUNS", "compare_table", "default_store"]
+__all__ = ["DEFAULT_STORE_DIR", "PLOT_KINDS", "RUNS", "compare_name", "compare_table",
+           "default_store"]
 
 DEFAULT_STORE_DIR = Path(DEFAULT_OUT_ROOT) / "sweeps"
 PLOT_KINDS = ("tradeoff", "budget", "pareto", "compare")
@@ -213,8 +214,7 @@ def _run_compare(args: argparse.Namespace) -> str:
     from fusion_dse.sweep.store import point_key
 
     check_workers(args.workers, None)
-    stem = re.sub(r"[^A-Za-z0-9_@]+", "-", Path(args.model).stem).strip("-")
-    name = ("compare-" + stem)[:limits.MAX_SWEEP_NAME_CHARS]
+    name = compare_name(args)
     store = Path(args.store) if args.store else default_store(name)
     check_out_file(store, "--store" if args.store else "the comparison's store",
                    create_parent=True)
@@ -232,7 +232,7 @@ def _run_compare(args: argparse.Namespace) -> str:
     outcome = run_sweep(points, store, name, args.workers, None, quiet=args.quiet)
     _report_failures(store, outcome.failed)
     keys = {point_key(p) for p in points}
-    frame = load_sweep(store)
+    frame = load_sweep(store, blobs=True)  # plans: a hybrid's groups per dataflow
     frame = frame[frame["key"].isin(keys)]
     from fusion_dse.sweep.plots import save_figure, tradeoff_figure  # matplotlib: at the end
 
@@ -243,6 +243,22 @@ def _run_compare(args: argparse.Namespace) -> str:
         print(table)  # the comparison computed is not lost
         raise
     return f"{table}\n\ntrade-off plot written to {written}"
+
+
+def compare_name(args: argparse.Namespace) -> str:
+    """``compare-MODEL-HW-HASH``: the model (with its ``@`` resolution), the hardware and a
+    digest of the buffers, dataflows, search, repair, budget, seeds and graph stages, so that
+    two different comparisons never share a store or a figure."""
+    import hashlib
+    import json
+
+    stem = re.sub(r"[^A-Za-z0-9_@]+", "-", Path(args.model).stem).strip("-")
+    hw = re.sub(r"[^A-Za-z0-9_]+", "-", Path(str(args.hw)).stem).strip("-")
+    settings = {k: str(getattr(args, k)) for k in ("hw", "buffers", "schemes", "search",
+                                                   "repair", "budget", "seeds",
+                                                   "graph_stages")}
+    digest = hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:6]
+    return f"compare-{stem}-{hw}"[:limits.MAX_SWEEP_NAME_CHARS - 7] + f"-{digest}"
 
 
 def compare_table(frame: pd.DataFrame) -> str:
@@ -258,16 +274,29 @@ def compare_table(frame: pd.DataFrame) -> str:
     table = pd.DataFrame({
         "buffer": [f"{b / 1024:g} KiB" for b in best["buffer_bytes"]],
         "scheme": best["scheme"].str.upper(),
-        "DRAM (MB)": [f"{v / 1e6:.3f}" for v in best["dram_bytes"]],
+        "DRAM (MiB)": [f"{v / 2**20:.3f}" for v in best["dram_bytes"]],
         "MBU (KiB)": [f"{v / 1024:.1f}" for v in best["mbu_bytes"]],
         "cycles (M)": [f"{v / 1e6:.3f}" for v in best["cycles"]],
         "energy (uJ)": [f"{v / 1e6:.1f}" for v in best["energy_pj"]],
         "best": ["*" if d == m else "" for d, m in zip(best["dram_bytes"], least,
                                                        strict=True)],
     })
+    shares = [_dataflow_shares(p) for p in best.get("plan", [None] * len(best))]
+    if any(shares):
+        table["groups per dataflow"] = shares
     model = done["model"].iloc[0]
     hw = ", ".join(sorted(set(done["hw_name"].astype(str))))
     return f"{model} on {hw}\n{table.to_string(index=False)}"
+
+
+def _dataflow_shares(plan: str | None) -> str:
+    """A hybrid plan's groups per dataflow (its plan.json's totals), else ""."""
+    import json
+
+    from fusion_dse.reports import dataflow_shares
+
+    counts = json.loads(plan).get("totals", {}).get("groups_by_dataflow") if plan else None
+    return dataflow_shares(counts) if counts else ""
 
 
 RUNS = {"sweep": _run_sweep, "plot": _run_plot, "compare": _run_compare}

@@ -99,7 +99,7 @@ def test_compare_lbl_row_equals_optimize_and_evaluate(cli, optimized, tmp_path):
     assert code == 0, err
     lbl = optimized.summary.baselines["lbl"].dram_bytes
     row = re.search(r"256 KiB\s+LBL\s+([\d.]+)", out)
-    assert row and float(row[1]) == pytest.approx(lbl / 1e6, abs=5e-4)
+    assert row and float(row[1]) == pytest.approx(lbl / 2**20, abs=5e-4)  # MiB
     frame = load_sweep(store)
     by_scheme = frame.set_index("scheme")
     assert by_scheme.loc["lbl", "dram_bytes"] == lbl

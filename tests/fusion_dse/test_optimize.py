@@ -5,12 +5,12 @@ determinism, progress, and every kind of bad input (one line, exit status 2) or 
 from __future__ import annotations
 
 import json
+import re
 
 import pandas as pd
 import pytest
 
 from fusion_dse.api import evaluate
-from fusion_dse.cli_optimize import default_out_dir
 from fusion_dse.optimization import optimize, write_outputs
 from search.registry import REPAIRS, SEARCHES
 from search.result import HISTORY_COLUMNS
@@ -24,7 +24,7 @@ SUMMARY_KEYS = {"format", "version", "model", "hw", "buffer_bytes", "scheme", "s
                 "diversified_repairs", "best",
                 "search_space", "caches", "status", "message", "notes", "seconds", "seed",
                 "hardware", "baselines", "baseline_seconds", "optimum", "graph_stages",
-                "search_best"}
+                "search_best", "model_spec", "input_shapes"}
 BASELINES = {"lbl", "lower_bound", "segment_dp", "greedy", "greedy_fit"}
 PNG = b"\x89PNG\r\n\x1a\n"
 FAST = {"overrides": {"buffer": "128KiB"}, "budget": 40}
@@ -161,12 +161,33 @@ def test_cli_choices_are_the_registry_names(run_cli):
 
 def test_cli_default_output_folder(run_cli, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    code, stdout, _ = run_cli("optimize", "resnet18", "--budget", "10", "--scheme", "brr",
-                              "--search", "rs", "--quiet")
+    argv = ("optimize", "resnet18@160", "--budget", "10", "--scheme", "brr", "--search", "rs",
+            "--quiet", "--buffer", "64KiB")
+    code, stdout, _ = run_cli(*argv)
     assert code == 0
-    assert (tmp_path / "fusion-dse-out" / "resnet18-brr-rs" / "plan.json").exists()
-    assert default_out_dir("my model.onnx", "lbdf", "ls").as_posix() \
-        == "fusion-dse-out/my_model.onnx-lbdf-ls"
+    folders = sorted((tmp_path / "fusion-dse-out").iterdir())
+    assert len(folders) == 1
+    assert re.fullmatch(r"resnet18@160-edge-npu-64KiB-brr-rs-[0-9a-f]{6}", folders[0].name)
+    plan = json.loads((folders[0] / "plan.json").read_text())
+    summary = json.loads((folders[0] / "summary.json").read_text())
+    for doc in (plan, summary):
+        assert doc["model_spec"] == "resnet18@160"
+        assert doc["input_shapes"] == [[1, 3, 160, 160]]
+    assert stdout.startswith("resnet18@160 (1x3x160x160) on edge-npu (buffer 64 KiB")
+    code, _, _ = run_cli(*argv[:-1], "128KiB")  # another run: another folder
+    assert code == 0 and len(list((tmp_path / "fusion-dse-out").iterdir())) == 2
+
+
+def test_cli_says_when_it_replaces_another_run(run_cli, tmp_path):
+    out = tmp_path / "out"
+    argv = ("optimize", "resnet18@160", "--budget", "5", "--search", "rs", "--quiet",
+            "--out", str(out))
+    assert run_cli(*argv)[0] == 0
+    code, _, stderr = run_cli(*argv)  # the same run again: replaced without a word
+    assert code == 0 and "replaced" not in stderr
+    code, _, stderr = run_cli(*argv, "--seed", "1")
+    assert code == 0
+    assert "note: replaced the earlier run in" in stderr and "seed 0" in stderr
 
 
 @pytest.mark.parametrize("argv,match", [
