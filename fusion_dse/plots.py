@@ -8,6 +8,7 @@ A search run's budget curve and Pareto front (`budget_figure`, `pareto_figure`, 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import matplotlib
 
@@ -15,15 +16,28 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
-from matplotlib.ticker import FuncFormatter  # noqa: E402
+from matplotlib.ticker import FuncFormatter, MaxNLocator  # noqa: E402
 
-from search.result import SearchResult  # noqa: E402
+from fusion_dse.figure_style import (  # noqa: E402
+    DRAM_LABEL,
+    OKABE_ITO,
+    kib,
+    legend_outside,
+    mib,
+    search_label,
+    size_text,
+    styled,
+    title_of,
+)
+from search.result import SearchResult, SearchSummary  # noqa: E402
 from simulator.engine.report import SimReport  # noqa: E402
 from simulator.scheme import Scheme  # noqa: E402
 
-__all__ = ["budget_figure", "pareto_figure", "plot_explanation", "plot_simulation"]
+if TYPE_CHECKING:
+    import pandas as pd
 
-_MB = 1e6
+__all__ = ["budget_data", "budget_figure", "pareto_data", "pareto_figure", "plot_explanation",
+           "plot_simulation"]
 
 
 def plot_simulation(report: SimReport, path: str | Path, title: str, buffer_bytes: int,
@@ -152,76 +166,152 @@ def _dag_layout(g) -> dict[int, tuple[float, float]]:
 
 
 _BASELINE_STYLE = {
-    "lbl": ("layer by layer", "tab:gray", ":"),
-    "greedy": ("DNNFusion greedy", "tab:orange", "--"),
-    "greedy_fit": ("greedy, no mapping rules", "tab:purple", "--"),
-    "segment_dp": ("segment DP (optimal segments)", "tab:green", "-."),
+    "lbl": ("layer by layer", "0.45", ":"),
+    "greedy": ("DNNFusion greedy", OKABE_ITO[1], "--"),
+    "greedy_fit": ("greedy, no mapping rules", OKABE_ITO[4], "--"),
+    "segment_dp": ("segment DP (optimal segments)", OKABE_ITO[2], "-."),
     "lower_bound": ("compulsory lower bound", "black", ":"),
 }
 
 
-def budget_figure(result: SearchResult) -> Figure:
-    """Budget vs best DRAM over the fuseable ops (Mills et al. Fig. 5); the optimum
-    (`search.exact`, when computed) and the baselines as lines."""
-    s = result.summary
-    fig = Figure(figsize=(7, 4.5), layout="constrained")
-    ax = fig.add_subplot()
-    h = result.history
-    values = []
-    if len(h):
-        best = h["best_dram_bytes_fuseable"].astype(float) / _MB
-        values += list(best)
-        ax.step(h["evaluation"], best, where="post", color="tab:blue", lw=2,
-                marker="o" if len(h) == 1 else None, label=f"{s.search} best so far")
-        if len(h) == 1:  # the exact solver: one plan, the optimum
-            ax.set_xlim(0, 2)
-    else:
-        ax.text(0.5, 0.5, f"no search ({s.status})", transform=ax.transAxes, ha="center")
-    for name, b in (s.baselines or {}).items():
-        text, color, style = _BASELINE_STYLE.get(name, (name, "tab:red", "--"))
-        mb = b.dram_bytes_fuseable / _MB
-        values.append(mb)
-        ax.axhline(mb, color=color, ls=style, lw=1.2, label=f"{text} ({mb:.3f} MB)")
+def _run_title(s: SearchSummary, what: str) -> str:
+    searched = f"{str(s.scheme).upper()}, {search_label(s.search, s.repair)}"
+    return title_of(s.model_label, s.hw, size_text(s.buffer_bytes), f"{searched}: {what}")
+
+
+def budget_data(result: SearchResult) -> dict[str, pd.DataFrame]:
+    """What `budget_figure` draws, in bytes.
+
+    Returns:
+        ``curve``: ``evaluation`` (1-based plans evaluated) and ``best`` (the best DRAM of the
+        fuseable ops so far); ``references``: ``name``, ``label`` and ``dram_bytes_fuseable``
+        of the optimum (when computed) and each baseline, least DRAM first.
+    """
+    import pandas as pd
+
+    s, h = result.summary, result.history
+    curve = pd.DataFrame({"evaluation": h["evaluation"].astype(int),
+                          "best": h["best_dram_bytes_fuseable"].astype(int)}) if len(h) \
+        else pd.DataFrame({"evaluation": [], "best": []}, dtype=int)
+    rows = []
     if s.optimum is not None and s.optimum.baseline is not None:
-        mb = s.optimum.baseline.dram_bytes_fuseable / _MB
-        values.append(mb)
-        text = "optimum" if s.optimum.optimal else "best of the capped exact solve"
-        ax.axhline(mb, color="tab:red", ls="-", lw=1.2, label=f"{text} ({mb:.3f} MB)")
-    if values and min(values) > 0:
+        rows.append(("optimum", "optimum" if s.optimum.optimal
+                     else "best of the capped exact solve",
+                     s.optimum.baseline.dram_bytes_fuseable))
+    for name, b in (s.baselines or {}).items():
+        rows.append((name, _BASELINE_STYLE.get(name, (name,))[0], b.dram_bytes_fuseable))
+    refs = pd.DataFrame(rows, columns=["name", "label", "dram_bytes_fuseable"])
+    return {"curve": curve,
+            "references": refs.sort_values("dram_bytes_fuseable", kind="stable")
+            .reset_index(drop=True)}
+
+
+@styled
+def budget_figure(result: SearchResult) -> Figure:
+    """Best DRAM of the fuseable ops against plans evaluated (Mills et al. Fig. 5), the
+    optimum and the baselines as lines, legend beside the plot; the plans axis is
+    logarithmic past 50 plans (curves flatten early). A run of one plan (the exact solver
+    proved the optimum at plan 1) has no curve to draw: the figure is then a bar per plan,
+    the run's and the references'."""
+    s, data = result.summary, budget_data(result)
+    curve, refs = data["curve"], data["references"]
+    fig = Figure(figsize=(8, 4.2), layout="constrained")
+    ax = fig.add_subplot()
+    if len(curve) <= 1:
+        _budget_bars(ax, s, curve, refs)
+        return fig
+    ax.step(curve["evaluation"], mib(curve["best"]), where="post", color=OKABE_ITO[0], lw=2,
+            label=f"{search_label(s.search, s.repair)}: best so far")
+    for _, ref in refs.iterrows():
+        _, color, style = _BASELINE_STYLE.get(ref["name"], (None, OKABE_ITO[3], "-"))
+        value = mib(ref["dram_bytes_fuseable"])
+        ax.axhline(value, color=color, ls=style, lw=1.2, label=f"{ref['label']} "
+                   f"({value:.3f} MiB)")
+    if curve["evaluation"].max() > 50:
+        ax.set_xscale("log")
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))
+    else:
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_xlim(1, max(2, int(curve["evaluation"].max())))
+    values = [*mib(curve["best"]), *mib(refs["dram_bytes_fuseable"])]
+    if min(values) > 0 and max(values) / min(values) > 20:
         ax.set_yscale("log")
-        plain = FuncFormatter(lambda v, _: f"{v:g}")
-        ax.yaxis.set_major_formatter(plain)
-        ax.yaxis.set_minor_formatter(plain)
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
     ax.set_xlabel("partition plans evaluated (budget)")
-    ax.set_ylabel("best DRAM access, fuseable ops (MB)")
-    ax.set_title(f"{s.model}, {str(s.scheme).upper()}, {s.buffer_bytes / 1024:g} KiB "
-                 f"buffer, {s.search} + {s.repair} repair")
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=8, loc="upper right")
+    ax.set_ylabel(f"best {DRAM_LABEL}, fuseable ops")
+    fig.suptitle(_run_title(s, f"best DRAM against plans evaluated "
+                            f"({s.budget_used:,} of {s.budget or 0:,})"))
+    legend_outside(ax)
     return fig
 
 
-def pareto_figure(result: SearchResult) -> Figure:
-    """DRAM against the second objective: every evaluated plan, and the Pareto front."""
-    s, front, h = result.summary, result.pareto, result.history
+def _budget_bars(ax, s: SearchSummary, curve, refs) -> None:
+    """One bar per plan: the run's (proven optimal at plan 1, or its one plan) and each
+    reference's DRAM, least first."""
+    proven = s.optimum is not None and s.optimum.optimal
+    what = "proven optimal at plan 1" if proven and len(curve) else \
+        f"no search ({s.status})" if not len(curve) else "one plan evaluated"
+    names = [f"this run ({search_label(s.search, None if proven else s.repair)})"]
+    values = [s.best.get("dram_bytes_fuseable", 0) if s.best else 0]
+    colors = [OKABE_ITO[0]]
+    for _, ref in refs.iterrows():
+        if ref["name"] == "optimum":
+            continue  # the run's own plan when proven
+        names.append(ref["label"])
+        values.append(ref["dram_bytes_fuseable"])
+        colors.append(_BASELINE_STYLE.get(ref["name"], (None, "0.5"))[1])
+    y = range(len(names))
+    bars = ax.barh(y, mib(np.asarray(values, dtype=float)), color=colors, height=0.6)
+    ax.bar_label(bars, labels=[f"{mib(v):.3f} MiB" for v in values], padding=3, fontsize=8)
+    ax.set_yticks(list(y), names)
+    ax.invert_yaxis()
+    ax.grid(False, axis="y")
+    ax.set_xlim(0, mib(max(values)) * 1.25 if max(values) else 1)
+    ax.set_xlabel(f"{DRAM_LABEL}, fuseable ops")
+    ax.figure.suptitle(_run_title(s, f"{what}, no budget curve: the plan's DRAM next to "
+                                  "the references"))
+
+
+def pareto_data(result: SearchResult) -> dict[str, pd.DataFrame]:
+    """What `pareto_figure` draws, in bytes (cycles as counted).
+
+    Returns:
+        ``evaluated``: ``x`` (the second objective) and ``dram_bytes`` of every plan
+        evaluated; ``front``: the same of the Pareto front, by ``x``.
+    """
+    import pandas as pd
+
+    front, h = result.pareto, result.history
     assert front is not None, "pareto_figure needs a multi-objective result"
     column = front.columns[2]
-    scale, unit = (1024, "KiB") if column == "fused_mbu_bytes" else (1e6, "M cycles")
-    fig = Figure(figsize=(7, 4.5), layout="constrained")
-    ax = fig.add_subplot()
-    ax.scatter(h[column] / scale, h["dram_bytes"] / _MB, s=6, color="lightgray",
-               label="evaluated plans")
     line = front.sort_values(column)
-    ax.step(line[column] / scale, line["dram_bytes"] / _MB, where="post", color="tab:blue",
-            marker="o", label=f"Pareto front ({len(front)} plans)")
-    if column == "fused_mbu_bytes":
-        ax.axvline(s.buffer_bytes / scale, color="black", ls=":", label="buffer size")
-        ax.set_xlabel("buffer the fused groups need (largest F_beta of a multi-op group, KiB)")
+    return {"evaluated": pd.DataFrame({"x": h[column], "dram_bytes": h["dram_bytes"]}),
+            "front": pd.DataFrame({"x": line[column].to_numpy(),
+                                   "dram_bytes": line["dram_bytes"].to_numpy()}),
+            "column": pd.DataFrame({"column": [column]})}
+
+
+@styled
+def pareto_figure(result: SearchResult) -> Figure:
+    """DRAM against the second objective: every evaluated plan, and the Pareto front (the
+    buffer the fused groups need in KiB, or cycles in millions; DRAM in MiB)."""
+    s, data = result.summary, pareto_data(result)
+    column = data["column"]["column"].iloc[0]
+    buffer = column == "fused_mbu_bytes"
+    scale = kib if buffer else (lambda v: v / 1e6)
+    fig = Figure(figsize=(8, 4.2), layout="constrained")
+    ax = fig.add_subplot()
+    ax.scatter(scale(data["evaluated"]["x"]), mib(data["evaluated"]["dram_bytes"]), s=6,
+               color="0.75", label="plans evaluated")
+    ax.step(scale(data["front"]["x"]), mib(data["front"]["dram_bytes"]), where="post",
+            color=OKABE_ITO[0], marker="o", label=f"Pareto front ({len(data['front'])} plans)")
+    if buffer:
+        ax.axvline(kib(s.buffer_bytes), color="black", ls=":",
+                   label=f"buffer ({size_text(s.buffer_bytes)})")
+        ax.set_xlabel("buffer the fused groups need (KiB; the largest group of 2+ ops)")
     else:
-        ax.set_xlabel(f"cycles ({unit})")
-    ax.set_ylabel("DRAM access, whole network (MB)")
-    ax.set_title(f"{s.model}, {str(s.scheme).upper()}, {s.search}: DRAM vs "
-                 f"{'buffer' if column == 'fused_mbu_bytes' else 'cycles'}")
-    ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=8)
+        ax.set_xlabel("cycles (millions)")
+    ax.set_ylabel(f"{DRAM_LABEL}, whole network")
+    fig.suptitle(_run_title(s, f"DRAM against {'buffer need' if buffer else 'cycles'}"))
+    legend_outside(ax)
     return fig

@@ -18,14 +18,23 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 
+from fusion_dse.figure_style import (
+    DRAM_LABEL,
+    OKABE_ITO,
+    color_of,
+    kib,
+    legend_outside,
+    mib,
+    run_label,
+    size_text,
+    styled,
+)
 from fusion_dse.outputs import check_figure_file
 from simulator.errors import InputError
-from simulator.hw import format_size
 
 __all__ = ["KINDS", "budget_data", "budget_figure", "compare_data", "compare_figure",
            "pareto_data", "pareto_figure", "save_figure", "tradeoff_data", "tradeoff_figure"]
 
-_MB = 1e6
 _RUN = ["scheme", "search", "repair"]
 
 
@@ -48,25 +57,32 @@ def _searched(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def _caption(frame: pd.DataFrame) -> str:
-    """'hardware X, budget N plans, S seeds' for a figure title."""
+    """'models M on hardware X, buffers B; budget N plans, S seeds' for a figure title."""
     done = _done(frame)
     hws = ", ".join(sorted(set(done["hw_name"].dropna().astype(str)))) or "?"
+    models = ", ".join(sorted(set(done["model"].dropna().astype(str)))) or "?"
+    sizes = sorted({int(b) for b in done["buffer_bytes"].dropna()})
+    buffers = (f"buffer {size_text(sizes[0])}" if len(sizes) == 1 else
+               f"buffers {size_text(sizes[0])}..{size_text(sizes[-1])} ({len(sizes)})"
+               if sizes else "no buffer")
     budgets = sorted({int(b) for b in done["budget"].dropna()})
     seeds = done["seed"].dropna().nunique()
     budget = (f"budget {budgets[0]:,} plans" if len(budgets) == 1
               else f"budgets {', '.join(f'{b:,}' for b in budgets)} plans" if budgets
               else "no search")
-    return f"hardware {hws}; {budget}" + (f"; {seeds} seed(s)" if seeds else "")
+    return (f"{models} on {hws}, {buffers}; {budget}"
+            + (f"; {seeds} seed(s)" if seeds else ""))
 
 
-def _panels(n: int, title: str) -> tuple[Figure, list]:
+def _panels(n: int, title: str, sharey: bool = False) -> tuple[Figure, list]:
     cols = min(3, max(1, n))
     rows = -(-n // cols)
-    fig = Figure(figsize=(max(6.0, 4.6 * cols), 3.6 * rows + 0.7), layout="constrained")
-    axes = list(np.atleast_1d(fig.subplots(rows, cols, squeeze=False)).ravel())
+    fig = Figure(figsize=(max(6.0, 4.2 * cols) + 2.6, 3.3 * rows + 0.9), layout="constrained")
+    axes = list(np.atleast_1d(fig.subplots(rows, cols, squeeze=False,
+                                           sharey=sharey)).ravel())
     for ax in axes[n:]:
         ax.set_visible(False)
-    fig.suptitle(title, fontsize=10)
+    fig.suptitle(title)
     return fig, axes[:n]
 
 
@@ -100,37 +116,45 @@ def tradeoff_data(frame: pd.DataFrame) -> dict[str, pd.DataFrame]:
     return {"lines": lines, "references": refs.reset_index()}
 
 
+@styled
 def tradeoff_figure(frame: pd.DataFrame) -> tuple[Figure, dict[str, pd.DataFrame]]:
-    """One panel per model: mean DRAM with a min-max band over seeds, LBL and lower bound."""
+    """One panel per model: mean DRAM with a min-max band over seeds, LBL and lower bound;
+    one colour per run setting in every panel, one legend beside the panels."""
     data = tradeoff_data(frame)
     lines, refs = data["lines"], data["references"]
     models = sorted(set(refs["model"]))
     several = refs["graph_stages"].nunique() > 1
-    fig, axes = _panels(len(models), f"DRAM access vs buffer size\n{_caption(frame)}")
+    runs = sorted({tuple(r) for r in lines[[*_RUN, "graph_stages"]].itertuples(index=False)})
+    fig, axes = _panels(len(models), f"DRAM traffic against buffer size\n{_caption(frame)}")
     for ax, model in zip(axes, models, strict=True):
         for run, part in lines[lines["model"] == model].groupby([*_RUN, "graph_stages"]):
             part = part.sort_values("buffer_bytes")
-            label = f"{run[0].upper()} {run[1]}+{run[2]}{_stages_label(run[3], several)}"
-            line, = ax.plot(part["buffer_bytes"], part["mean"] / _MB, marker="o", ms=3,
-                            label=label)
-            ax.fill_between(part["buffer_bytes"], part["min"] / _MB, part["max"] / _MB,
-                            color=line.get_color(), alpha=0.2, lw=0)
+            label = run_label(*run[:3]) + _stages_label(run[3], several)
+            color = color_of(tuple(run), runs)
+            ax.plot(part["buffer_bytes"], mib(part["mean"]), marker="o", ms=3, color=color,
+                    label=label)
+            ax.fill_between(part["buffer_bytes"], mib(part["min"]), mib(part["max"]),
+                            color=color, alpha=0.2, lw=0)
         for stages, ref in refs[refs["model"] == model].groupby("graph_stages"):
             ref = ref.sort_values("buffer_bytes")
             tag = _stages_label(stages, several)
-            ax.plot(ref["buffer_bytes"], ref["lbl"].astype(float) / _MB, color="tab:gray",
+            ax.plot(ref["buffer_bytes"], mib(ref["lbl"].astype(float)), color="0.45",
                     ls=":", label=f"layer by layer{tag}")
-            ax.plot(ref["buffer_bytes"], ref["lower_bound"] / _MB, color="black", ls="--",
+            ax.plot(ref["buffer_bytes"], mib(ref["lower_bound"]), color="black", ls="--",
                     lw=1, label=f"compulsory lower bound{tag}")
-        ax.set_xscale("log", base=2)
-        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: format_size(v)))
-        ax.tick_params(axis="x", labelrotation=45, labelsize=8)  # 8 sizes side by side
-        ax.set_title(model, fontsize=10)
-        ax.set_xlabel("buffer size")
-        ax.set_ylabel("DRAM access (MB)")
-        ax.grid(True, which="both", alpha=0.3)
-        ax.legend(fontsize=7)
+        _buffer_axis(ax)
+        ax.set_title(model)
+        ax.set_ylabel(DRAM_LABEL)
+    legend_outside(fig)
     return fig, data
+
+
+def _buffer_axis(ax) -> None:  # noqa: ANN001 - a matplotlib Axes
+    """A log2 axis of buffer sizes, labelled as the inputs spell them (64 KiB, 2 MiB)."""
+    ax.set_xscale("log", base=2)
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: size_text(v)))
+    ax.tick_params(axis="x", labelrotation=45)  # 8 sizes side by side
+    ax.set_xlabel("buffer size")
 
 
 # --- budget ---------------------------------------------------------------------------------
@@ -163,22 +187,33 @@ def budget_data(frame: pd.DataFrame) -> pd.DataFrame:
             .agg(mean="mean", min="min", max="max").reset_index())
 
 
+@styled
 def budget_figure(frame: pd.DataFrame) -> tuple[Figure, pd.DataFrame]:
-    """One panel per model: best DRAM against budget, one line per run setting and buffer."""
+    """Facets, not a tangle: one panel per model and buffer, one line per run setting
+    (dataflow, search, repair: the same colour in every panel, one legend beside them),
+    mean over seeds with a min-max band; the plans axis is logarithmic (the curves flatten
+    within the first plans) and each panel's DRAM axis its own (buffers differ tenfold)."""
     data = budget_data(frame)
-    models = sorted(set(data["model"]))
-    fig, axes = _panels(len(models), f"Best DRAM vs plans evaluated\n{_caption(frame)}")
-    for ax, model in zip(axes, models, strict=True):
-        for run, part in data[data["model"] == model].groupby([*_RUN, "buffer_bytes"]):
-            label = f"{run[0].upper()} {run[1]}+{run[2]}, {format_size(run[3])}"
-            line, = ax.step(part["evaluation"], part["mean"] / _MB, where="post", label=label)
-            ax.fill_between(part["evaluation"], part["min"] / _MB, part["max"] / _MB,
-                            step="post", color=line.get_color(), alpha=0.2, lw=0)
-        ax.set_title(model, fontsize=10)
-        ax.set_xlabel("partition plans evaluated (budget)")
-        ax.set_ylabel("best DRAM, fuseable ops (MB)")
-        ax.grid(True, alpha=0.3)
-        ax.legend(fontsize=7)
+    cells = sorted({(m, int(b)) for m, b in zip(data["model"], data["buffer_bytes"],
+                                                 strict=True)})
+    runs = sorted({tuple(r) for r in data[_RUN].itertuples(index=False)})
+    fig, axes = _panels(len(cells), f"Best DRAM traffic against plans evaluated\n"
+                        f"{_caption(frame)}")
+    for ax, (model, buffer) in zip(axes, cells, strict=True):
+        cell = data[(data["model"] == model) & (data["buffer_bytes"] == buffer)]
+        for run, part in cell.groupby(_RUN):
+            color = color_of(tuple(run), runs)
+            ax.step(part["evaluation"], mib(part["mean"]), where="post", color=color,
+                    label=run_label(*run))
+            ax.fill_between(part["evaluation"], mib(part["min"]), mib(part["max"]),
+                            step="post", color=color, alpha=0.2, lw=0)
+        if cell["evaluation"].max() > 50:
+            ax.set_xscale("log")
+            ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))
+        ax.set_title(f"{model}, buffer {size_text(buffer)}")
+        ax.set_xlabel("partition plans evaluated")
+        ax.set_ylabel(f"best {DRAM_LABEL}, fuseable ops")
+    legend_outside(fig)
     return fig, data
 
 
@@ -206,24 +241,33 @@ def pareto_data(frame: pd.DataFrame) -> pd.DataFrame:
     return pd.concat(parts, ignore_index=True)
 
 
+_SECOND_AXIS = {"mbu": ("buffer the fused groups need (KiB)", kib),
+                "cycles": ("cycles (millions)", lambda v: v / 1e6)}
+"""The second objective's axis label and scale: the same units as a run's pareto.png."""
+
+
+@styled
 def pareto_figure(frame: pd.DataFrame) -> tuple[Figure, pd.DataFrame]:
-    """One panel per model and objective pair: the fronts overlaid."""
+    """One panel per model and objective pair: the fronts overlaid (buffer need in KiB,
+    cycles in millions, DRAM in MiB, as in a run's pareto.png)."""
     data = pareto_data(frame)
     panels = sorted(set(zip(data["model"], data["objectives"], strict=True)))
+    runs = sorted({tuple(r) for r in data[[*_RUN, "buffer_bytes", "seed"]]
+                   .itertuples(index=False)})
     fig, axes = _panels(len(panels), f"Pareto fronts\n{_caption(frame)}")
     for ax, (model, objectives) in zip(axes, panels, strict=True):
         part = data[(data["model"] == model) & (data["objectives"] == objectives)]
+        second = objectives.split(",")[1].strip()
+        label, scale = _SECOND_AXIS.get(second, (second, lambda v: v))
         for run, front in part.groupby([*_RUN, "buffer_bytes", "seed"]):
             front = front.sort_values("x")
-            ax.step(front["x"], front["dram_bytes"] / _MB, where="post", marker="o", ms=3,
-                    label=f"{run[0].upper()} {run[1]}+{run[2]}, {format_size(run[3])}, s{run[4]}")
-        second = objectives.split(",")[1].strip()
-        ax.set_xlabel({"mbu": "largest fused-group buffer (bytes)",
-                       "cycles": "cycles"}.get(second, second))
-        ax.set_ylabel("DRAM access (MB)")
-        ax.set_title(f"{model}: DRAM vs {second}", fontsize=10)
-        ax.grid(True, alpha=0.3)
-        ax.legend(fontsize=7)
+            ax.step(scale(front["x"]), mib(front["dram_bytes"]), where="post", marker="o",
+                    ms=3, color=color_of(tuple(run), runs),
+                    label=f"{run_label(*run[:3])}, {size_text(run[3])}, seed {run[4]}")
+        ax.set_xlabel(label)
+        ax.set_ylabel(DRAM_LABEL)
+        ax.set_title(f"{model}: DRAM against {second}")
+    legend_outside(fig)
     return fig, data
 
 
@@ -253,9 +297,10 @@ def compare_data(frame: pd.DataFrame) -> pd.DataFrame:
     return out.reset_index()
 
 
-_SCHEME_COLORS = {"lbdf": "tab:blue", "brr": "tab:orange", "lbl": "tab:gray"}
+_SCHEME_COLORS = {"lbdf": OKABE_ITO[0], "brr": OKABE_ITO[1], "lbl": "0.6"}
 
 
+@styled
 def compare_figure(frame: pd.DataFrame) -> tuple[Figure, pd.DataFrame]:
     """A models x buffers grid: the best dataflow in each cell and its saving over the rest."""
     data = compare_data(frame)
@@ -265,23 +310,23 @@ def compare_figure(frame: pd.DataFrame) -> tuple[Figure, pd.DataFrame]:
     models = sorted(set(data["row"]))
     buffers = sorted(set(data["buffer_bytes"]))
     schemes = [c[len("dram_"):] for c in data.columns if c.startswith("dram_")]
-    fig = Figure(figsize=(max(6.0, 1.8 + 1.6 * len(buffers)), 1.4 + 0.7 * len(models)),
+    fig = Figure(figsize=(max(8.0, 1.8 + 1.6 * len(buffers)), 1.6 + 0.7 * len(models)),
                  layout="constrained")
     ax = fig.add_subplot()
     for _, row in data.iterrows():
         x, y = buffers.index(row["buffer_bytes"]), models.index(row["row"])
         others = [f"-{row[f'saving_{s}']:.0%} vs {s}" for s in schemes
                   if s != row["best"] and pd.notna(row[f"saving_{s}"])]
-        ax.add_patch(_cell(x, y, _SCHEME_COLORS.get(row["best"], "tab:green")))
+        ax.add_patch(_cell(x, y, _SCHEME_COLORS.get(row["best"], OKABE_ITO[2])))
         ax.text(x, y, "\n".join([row["best"].upper(), *others]), ha="center", va="center",
                 fontsize=7)
     ax.set_xlim(-0.5, len(buffers) - 0.5)
     ax.set_ylim(len(models) - 0.5, -0.5)
-    ax.set_xticks(range(len(buffers)), [format_size(b) for b in buffers])
+    ax.set_xticks(range(len(buffers)), [size_text(b) for b in buffers])
     ax.set_yticks(range(len(models)), models)
     ax.set_xlabel("buffer size")
-    ax.set_title(f"Best dataflow (least DRAM) and its saving\n{_caption(frame)}",
-                 fontsize=10)
+    ax.grid(False)
+    fig.suptitle(f"Best dataflow (least DRAM) and its saving\n{_caption(frame)}")
     return fig, data.drop(columns="row")
 
 

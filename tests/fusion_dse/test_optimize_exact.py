@@ -9,7 +9,7 @@ import json
 import pytest
 
 from fusion_dse.optimization import optimize, write_outputs
-from fusion_dse.plots import budget_figure
+from fusion_dse.plots import budget_data
 from simulator.plan import load_plan
 
 FAST = {"overrides": {"buffer": "128KiB"}}
@@ -19,9 +19,9 @@ OPTIMUM_KEYS = {"status", "dram_bytes", "dram_bytes_fuseable", "mbu_bytes", "cyc
 
 
 def _optimum_lines(result) -> list[str]:
-    fig = budget_figure(result)
-    return [line.get_label() for line in fig.axes[0].lines
-            if line.get_label().startswith(("optimum", "best of the capped"))]
+    refs = budget_data(result)["references"]
+    return [f"{r.label} ({r.dram_bytes_fuseable / 2**20:.3f} MiB)"
+            for r in refs.itertuples() if r.name == "optimum"]
 
 
 @pytest.fixture(scope="module")
@@ -41,8 +41,8 @@ def test_exact_search_gives_the_optimum_in_one_plan(exact_result, tmp_path):
     files = write_outputs(exact_result, tmp_path)
     assert load_plan(files["plan.json"], exact_result.graph) == exact_result.plan
     assert json.loads(files["summary.json"].read_text())["optimum"] == s["optimum"]
-    mb = s["optimum"]["dram_bytes_fuseable"] / 1e6
-    assert _optimum_lines(exact_result) == [f"optimum ({mb:.3f} MB)"]
+    mib = s["optimum"]["dram_bytes_fuseable"] / 2**20
+    assert _optimum_lines(exact_result) == [f"optimum ({mib:.3f} MiB)"]
 
 
 def test_heuristic_searches_report_their_gap_to_the_optimum(exact_result):
@@ -167,3 +167,37 @@ def test_a_heuristic_search_never_writes_a_plan_worse_than_the_optimum_it_comput
     assert s["search_best"]["gap_to_optimum"] > 0 and s["best"]["gap_to_optimum"] == 0.0
     files = write_outputs(result, tmp_path)
     assert load_plan(files["plan.json"], result.graph) == result.plan
+
+
+def test_budget_figure_of_a_run_proven_at_plan_1_is_a_bar_per_plan(exact_result):
+    from fusion_dse.plots import budget_figure
+
+    data = budget_data(exact_result)
+    assert list(data["curve"]["evaluation"]) == [1]
+    ax = budget_figure(exact_result).axes[0]
+    assert ax.get_lines() == [] and ax.get_legend() is None  # no curve, no legend over data
+    refs = data["references"]
+    names = [t.get_text() for t in ax.get_yticklabels()]
+    assert names[0] == "this run (exact solver)"
+    assert names[1:] == [r.label for r in refs.itertuples() if r.name != "optimum"]
+    widths = [p.get_width() for p in ax.patches]
+    best = exact_result.summary.best["dram_bytes_fuseable"]
+    assert widths == pytest.approx([best / 2**20, *(r.dram_bytes_fuseable / 2**20 for r in
+                                                    refs.itertuples() if r.name != "optimum")])
+    title = ax.figure.get_suptitle()
+    assert "resnet18 (1x3x224x224) on edge-npu, buffer 128 KiB" in title
+    assert "proven optimal at plan 1" in title
+
+
+def test_budget_figure_of_a_search_has_its_curve_and_references_outside(tmp_path):
+    from fusion_dse.plots import budget_figure
+
+    result = optimize("resnet18", search="rs", budget=60, seed=1, **FAST)
+    curve = budget_data(result)["curve"]
+    assert list(curve["evaluation"]) == list(range(1, 61))
+    ax = budget_figure(result).axes[0]
+    assert ax.get_xscale() == "log"  # past 50 plans
+    step = ax.get_lines()[0]
+    assert list(step.get_ydata()) == pytest.approx(list(curve["best"] / 2**20))
+    legend = ax.get_legend()
+    assert legend is not None and legend.get_bbox_to_anchor().x0 > ax.bbox.x1 - 1

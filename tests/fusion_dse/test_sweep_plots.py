@@ -117,3 +117,42 @@ def test_references_and_cells_never_mix_graph_stages():
     cells = compare_data(frame).set_index("graph_stages")
     assert cells.loc["fuse", "best"] == "lbdf" and pd.isna(cells.loc["fuse", "dram_lbl"])
     assert cells.loc["none", "best"] == "lbl"
+
+
+def test_budget_figure_facets_one_panel_per_model_and_buffer(store):
+    from fusion_dse.figure_style import OKABE_ITO
+    from fusion_dse.sweep.plots import budget_figure
+
+    fig, data = budget_figure(load_sweep(store, blobs=True))
+    panels = [ax for ax in fig.axes if ax.get_visible()]
+    assert [ax.get_title() for ax in panels] == [f"squeezenet1_0, buffer {b}"
+                                                 for b in ("64 KiB", "256 KiB")]
+    runs = {tuple(r) for r in data[["scheme", "search", "repair"]].itertuples(index=False)}
+    for ax in panels:
+        assert len(ax.get_lines()) <= len(runs)  # one line per run setting, never per seed
+        assert ax.get_legend() is None  # the one legend sits outside the panels
+        assert {line.get_color() for line in ax.get_lines()} <= set(OKABE_ITO)
+        assert ax.get_ylabel() == "best DRAM traffic (MiB), fuseable ops"
+    legend, = fig.legends
+    assert len({t.get_text() for t in legend.get_texts()}) == len(runs)
+    assert "LBDF, local search, random repair" in [t.get_text() for t in legend.get_texts()]
+    assert "edge-npu" in fig.get_suptitle() and "64 KiB..256 KiB" in fig.get_suptitle()
+
+
+def test_figures_draw_dram_in_mib_and_buffers_in_kib(store):
+    from fusion_dse.sweep.plots import pareto_figure, tradeoff_figure
+
+    frame = load_sweep(store, blobs=True)
+    fig, data = pareto_figure(frame)
+    ax = fig.axes[0]
+    assert ax.get_xlabel() == "buffer the fused groups need (KiB)"
+    line = ax.get_lines()[0]
+    front = data.sort_values("x")
+    assert np.allclose(sorted(line.get_xdata()), sorted(front["x"] / 1024))
+    assert np.allclose(sorted(line.get_ydata()), sorted(front["dram_bytes"] / 2**20))
+    fig, data = tradeoff_figure(frame)
+    ax = fig.axes[0]
+    assert ax.get_ylabel() == "DRAM traffic (MiB)"
+    lbl = [line for line in ax.get_lines() if line.get_label() == "layer by layer"][0]
+    assert np.allclose(lbl.get_ydata(), data["references"]["lbl"].astype(float) / 2**20)
+    assert {"64 KiB", "256 KiB"} <= {t.get_text() for t in ax.get_xticklabels()}
