@@ -74,7 +74,9 @@ class Evaluation:
 
     def to_dict(self) -> dict[str, Any]:
         """The `fusion-dse evaluate --format json` document (stable keys, see README)."""
-        groups = [{**g.to_dict(self.graph), "unfusable": g.runs_alone} for g in self.cost.groups]
+        mixed = self.cost.scheme.mixed  # a hybrid plan: each group names its dataflow
+        groups = [{**g.to_dict(self.graph), "unfusable": g.runs_alone,
+                   **({"dataflow": g.scheme} if mixed else {})} for g in self.cost.groups]
         doc = {
             "format": EVALUATION_FORMAT,
             "version": 1,

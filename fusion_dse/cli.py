@@ -35,7 +35,7 @@ from search.registry import (
 from search.substitution.stages import DEFAULT_STAGES, SUBSTITUTIONS
 from simulator.errors import InputError
 from simulator.limits import allow_extreme_hw, escape_controls, one_line
-from simulator.scheme import FUSED_SCHEMES, Scheme
+from simulator.scheme import FUSED_SCHEMES, SEARCHABLE_SCHEMES, Scheme
 
 __all__ = ["main"]
 
@@ -162,6 +162,7 @@ def build_parser() -> argparse.ArgumentParser:
     trainable = EXPLAINERS.by(lambda s: s.trainer is not None)
     values = {
         "schemes": [str(s) for s in Scheme], "fused_schemes": [str(s) for s in FUSED_SCHEMES],
+        "searchable_schemes": [str(s) for s in SEARCHABLE_SCHEMES],
         "searches": SEARCHES.names(), "search_help": SEARCHES.help_text(),
         "repairs": REPAIRS.names(), "exact_time_limit": DEFAULT_EXACT_TIME_LIMIT,
         "exact_max_costed": DEFAULT_EXACT_MAX_COSTED,

@@ -159,10 +159,24 @@ def evaluation_text(result: Any) -> str:
         "fuseable scope)",
         f"  cycles                {t['cycles']:,}  ({t['cycles'] / hw.clock_hz * 1e3:.3f} ms)",
         f"  energy                {t['energy_pj'] / 1e6:,.3f} uJ",
+        *_dataflow_lines(cost),
         *_graph_lines(result.stages),
         "",
     ]
     return "\n".join(lines) + _text(group_table(result))
+
+
+def _dataflow_lines(cost: Any) -> list[str]:
+    """A hybrid plan's groups per dataflow."""
+    if not cost.scheme.mixed:
+        return []
+    return [f"  groups per dataflow   {dataflow_shares(cost.groups_by_dataflow)}"]
+
+
+def dataflow_shares(counts: dict[str, int]) -> str:
+    """``lbdf 14 (52%), brr 4 (15%), lbl 9 (33%)`` from groups counted per dataflow."""
+    total = sum(counts.values()) or 1
+    return ", ".join(f"{s} {n} ({n / total:.0%})" for s, n in counts.items())
 
 
 def _graph_lines(record: Any) -> list[str]:
@@ -195,6 +209,7 @@ def group_table(result: Any) -> pd.DataFrame:
             "F_D": g.dram_bytes,
             "cycles": g.timing.cycles,
             "bound": g.timing.bound,
+            **({"dataflow": g.scheme} if result.cost.scheme.mixed else {}),
             "status": ("unfusable (LBL)" if g.fits else g.reason) if g.runs_alone
             else ("ok" if g.fits else g.reason),
         })

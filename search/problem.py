@@ -25,7 +25,7 @@ from simulator.errors import InputError
 from simulator.memo import Memo
 from simulator.partition import violations
 from simulator.plan import PartitionPlan
-from simulator.scheme import FUSED_SCHEMES, Scheme
+from simulator.scheme import SEARCHABLE_SCHEMES, Scheme
 from simulator.workload.graph import ComputeGraph
 
 if TYPE_CHECKING:
@@ -66,14 +66,19 @@ def problem_settings(scheme: str | Scheme, objectives: str | Sequence[str],
     check them before loading the network).
 
     Raises:
-        InputError: an unknown or unsearchable scheme (layer by layer), or bad objectives.
+        InputError: an unknown or unsearchable scheme (layer by layer), bad objectives, or
+            a second objective with a hybrid (its groups choose their dataflow by DRAM).
     """
     parsed = Scheme.parse(scheme)
     if not parsed.searchable:
-        choices = " or ".join(f"'{s}'" for s in FUSED_SCHEMES)
+        choices = ", ".join(f"'{s}'" for s in SEARCHABLE_SCHEMES)
         raise InputError(f"scheme '{parsed}' runs every op alone: there is nothing to "
                          f"search; choose {choices}")
-    return parsed, parse_objectives(objectives)
+    names = parse_objectives(objectives)
+    if parsed.mixed and len(names) > 1:
+        raise InputError(f"scheme '{parsed}' gives each group its least-DRAM dataflow: it "
+                         f"minimises 'dram' alone, not {','.join(names)!r}")
+    return parsed, names
 
 
 @dataclass(frozen=True)
@@ -83,7 +88,7 @@ class SearchProblem:
     Attributes:
         graph: The network.
         hw: The hardware configuration (its buffer size is the constraint).
-        scheme: Fusion dataflow, a searchable `Scheme` (LBDF or BRR) or its name.
+        scheme: Fusion dataflow, a searchable `Scheme` (LBDF, BRR or hybrid) or its name.
         objectives: Objective names (`OBJECTIVES`), ``dram`` first.
         splitter: Repair of groups that do not fit.
     """

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from simulator.errors import InputError
-from simulator.scheme import FUSED_SCHEMES, Scheme
+from simulator.scheme import FUSED_SCHEMES, SEARCHABLE_SCHEMES, Scheme
 
 __all__ = ["DEFAULT_EXACT_MAX_COSTED", "DEFAULT_EXACT_TIME_LIMIT", "EXPLAINERS", "REPAIRS",
            "SEARCHES", "Registry", "Strategy", "resolve"]
@@ -69,7 +69,7 @@ class Strategy:
     name: str
     target: str
     help: str
-    schemes: tuple[Scheme, ...] = FUSED_SCHEMES
+    schemes: tuple[Scheme, ...] = SEARCHABLE_SCHEMES
     defaults: tuple[tuple[str, Any], ...] = ()
     options: tuple[str, ...] = ()
     trainer: str | None = None
@@ -151,9 +151,11 @@ class Registry(Generic[T]):
         return tuple(s.name for s in self if predicate(s))
 
 
-def _guided(name: str, text: str, **defaults: Any) -> Strategy:
-    """An explanation-guided repair: Algorithm 1 (`explain.tree_split`) over explainer `name`."""
-    return Strategy(name, "explain.tree_split:guided_splitter", text,
+def _guided(name: str, text: str, schemes: tuple[Scheme, ...] = FUSED_SCHEMES,
+            **defaults: Any) -> Strategy:
+    """An explanation-guided repair: Algorithm 1 (`explain.tree_split`) over explainer `name`
+    (on the dataflows its explainer takes: a GNN's are those it was trained on)."""
+    return Strategy(name, "explain.tree_split:guided_splitter", text, schemes,
                     defaults=(("explainer", name), *defaults.items()),
                     options=("max_edges", "keep_baseline"))
 
@@ -177,7 +179,8 @@ the exact solver (`search.exact`) and ``auto`` (exact, else seeded local search)
 REPAIRS: Registry[Any] = Registry("repair", (
     Strategy("random", "search.splitter:RandomSplitter", "random recursive cuts (the paper's "
              "baseline)"),
-    _guided("alledges", "Algorithm 1 over every edge, no explanation", max_edges=None),
+    _guided("alledges", "Algorithm 1 over every edge, no explanation", SEARCHABLE_SCHEMES,
+            max_edges=None),
     _guided("gnne", "Algorithm 1 over GNNExplainer's edges"),
     _guided("pg", "Algorithm 1 over PGExplainer's edges"),
     _guided("rg", "Algorithm 1 over RG-Explainer's edges"),

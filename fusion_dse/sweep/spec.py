@@ -593,6 +593,21 @@ def _support_problems(points: Sequence[Point]) -> list[str]:
         for name, scheme in dict.fromkeys((getattr(p, axis), p.scheme) for p in points):
             if name in registry and not registry.get(name).supports(scheme):
                 problems.append(f"{registry.kind} {name!r} does not support scheme {scheme!r}")
+    problems.extend(_objective_problems(points))
+    return problems
+
+
+def _objective_problems(points: Sequence[Point]) -> list[str]:
+    """Objectives a searched scheme refuses (a hybrid minimises DRAM alone)."""
+    from search.problem import problem_settings
+
+    problems = []
+    for scheme, objectives in dict.fromkeys((p.scheme, p.objectives) for p in points
+                                            if p.search is not None):
+        try:
+            problem_settings(scheme, objectives)
+        except InputError as err:
+            problems.append(str(err))
     return problems
 
 

@@ -351,7 +351,7 @@ class _Growth:
         self.masks: list[int] = []
         self.preds: list[int] = []
         self.lb: list[tuple[int, int, int]] = []  # (lb_dram, lb_cycles, lb_fit) per set
-        self.pairs = squeeze_pairs(graph) if self.scheme is Scheme.LBDF else ()
+        self.pairs = squeeze_pairs(graph) if self.scheme.holds_weights else ()
         self.pair_g = sum(1 << p.g for p in self.pairs)
         floors = fit_floors(graph, self.hw) if self.scheme is Scheme.BRR else None
         self.floor_tiles = list(floors.tiles) if floors else [1] * len(graph)
@@ -456,7 +456,7 @@ class _Growth:
     def _prune(self, mask: int, weight_bytes: int) -> bool:
         if mask & self.unfusable_mask:
             return True
-        if self.scheme is Scheme.LBDF:  # F_beta >= weights (+ a tensor held whole)
+        if self.scheme.holds_weights:  # F_beta >= weights (+ a tensor held whole)
             if weight_bytes > self.hw.buffer_bytes:
                 return True
             if mask & self.pair_g:

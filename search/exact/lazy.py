@@ -306,7 +306,7 @@ class _Search:
             return True
         ops = bits(mask)
         weights = sum(g.weights[o] for o in ops)
-        if g.scheme is Scheme.LBDF:
+        if g.scheme.holds_weights:  # F_beta >= weights (+ a tensor held whole)
             if weights * self.d > g.hw.buffer_bytes:
                 return True
             if mask & g.pair_g:

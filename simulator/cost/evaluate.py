@@ -29,7 +29,7 @@ from dataclasses import dataclass, replace
 from functools import cached_property, lru_cache
 from typing import TYPE_CHECKING, Any
 
-from simulator.cost import brr, lbdf, lbl
+from simulator.cost import brr, hybrid, lbdf, lbl
 from simulator.cost.traffic import compulsory_bytes
 from simulator.cost.types import GroupCost, GroupCostFn
 from simulator.memo import Memo
@@ -48,8 +48,9 @@ COST_MODELS: dict[Scheme, GroupCostFn] = {
     Scheme.LBDF: lbdf.group_cost,
     Scheme.BRR: brr.group_cost,
     Scheme.LBL: lbl.group_cost,
+    Scheme.HYBRID: hybrid.group_cost,
 }
-"""The cost model of every dataflow."""
+"""The cost model of every dataflow (a hybrid group's: its cheapest member's)."""
 
 
 class CostCache:
@@ -141,10 +142,10 @@ class _Context:
 
 @lru_cache(maxsize=64)
 def _context(graph: ComputeGraph, hw: HardwareConfig, scheme: Scheme) -> _Context:
-    fn = COST_MODELS[scheme]
     lbl_costs = tuple(lbl.group_cost(graph, (o.id,), hw) for o in graph)
     unfusable = tuple(o.id for o in graph
-                      if scheme.searchable and not fn(graph, (o.id,), hw).fits)
+                      if scheme.searchable and not any(COST_MODELS[s](graph, (o.id,), hw).fits
+                                                       for s in scheme.fused))
     fuseable = [o.id for o in graph if o.id not in set(unfusable)]
     d = hw.dtype_bytes
     references = {
@@ -247,8 +248,23 @@ class PlanCost:
         """True when the plan is a partition into groups that all run."""
         return not self.violations
 
+    @property
+    def groups_by_dataflow(self) -> dict[str, int]:
+        """How many groups run under each dataflow (every member of the plan's scheme, in
+        member order; unfusable ops run alone count as layer by layer)."""
+        counts = {str(s): 0 for s in (*self.scheme.members, Scheme.LBL)}
+        for g in self.groups:
+            counts[str(g.scheme)] += 1
+        return counts
+
     def totals(self) -> dict[str, Any]:
-        """The plan-level figures as a JSON-ready dict (stable keys)."""
+        """The plan-level figures as a JSON-ready dict (stable keys; a hybrid plan's adds
+        ``groups_by_dataflow``)."""
+        return {**self._totals(),
+                **({"groups_by_dataflow": self.groups_by_dataflow} if self.scheme.mixed
+                   else {})}
+
+    def _totals(self) -> dict[str, Any]:
         return {
             "scheme": self.scheme,
             "valid": self.valid,

@@ -9,7 +9,7 @@ import pytest
 
 from simulator.cost import COST_MODELS
 from simulator.errors import InputError
-from simulator.scheme import FUSED_SCHEMES, Scheme
+from simulator.scheme import FUSED_SCHEMES, SEARCHABLE_SCHEMES, Scheme
 
 
 def test_parse_is_case_insensitive_and_idempotent():
@@ -19,7 +19,8 @@ def test_parse_is_case_insensitive_and_idempotent():
 
 
 def test_a_bad_name_is_quoted_with_the_choices():
-    with pytest.raises(InputError, match=r"^unknown scheme 'lbfd'; choose one of lbdf, brr, lbl$"):
+    with pytest.raises(InputError, match=r"^unknown scheme 'lbfd'; choose one of lbdf, brr, "
+                                         r"lbl, hybrid$"):
         Scheme.parse("lbfd")
     with pytest.raises(InputError, match=r"^scheme 'lbl' is not supported here; choose one of "
                                          r"lbdf, brr$"):
@@ -38,3 +39,6 @@ def test_capabilities_and_cost_models():
     assert [s for s in Scheme if s.tiled] == [Scheme.BRR]
     assert not Scheme.LBL.searchable
     assert set(COST_MODELS) == set(Scheme)
+    assert SEARCHABLE_SCHEMES == (Scheme.LBDF, Scheme.BRR, Scheme.HYBRID)
+    assert [s for s in Scheme if s.mixed] == [Scheme.HYBRID]
+    assert Scheme.HYBRID.fused == FUSED_SCHEMES and Scheme.LBDF.members == (Scheme.LBDF,)
