@@ -35,7 +35,7 @@ from search.registry import (
 from search.substitution.stages import DEFAULT_STAGES, SUBSTITUTIONS
 from simulator.errors import InputError
 from simulator.limits import allow_extreme_hw, escape_controls, one_line
-from simulator.scheme import FUSED_SCHEMES, SEARCHABLE_SCHEMES, Scheme
+from simulator.scheme import FUSED_SCHEMES, Scheme, searchable_schemes
 
 __all__ = ["main"]
 
@@ -153,16 +153,16 @@ def _stderr_line(line: str) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``fusion-dse`` (declared in ``fusion_dse/cli.toml``)."""
-    from fusion_dse import cli_gnn, cli_optimize
+    from fusion_dse import cli_gnn, cli_optimize, cli_plans
     from fusion_dse.sweep import cli as sweep_cli
 
     runs = {"models": _run_models, "inspect": _run_inspect, "evaluate": _run_evaluate,
             "simulate": _run_simulate, "explain": _run_explain, "rewrite": _run_rewrite,
-            **cli_optimize.RUNS, **cli_gnn.RUNS, **sweep_cli.RUNS}
+            **cli_optimize.RUNS, **cli_gnn.RUNS, **sweep_cli.RUNS, **cli_plans.RUNS}
     trainable = EXPLAINERS.by(lambda s: s.trainer is not None)
     values = {
         "schemes": [str(s) for s in Scheme], "fused_schemes": [str(s) for s in FUSED_SCHEMES],
-        "searchable_schemes": [str(s) for s in SEARCHABLE_SCHEMES],
+        "searchable_schemes": [str(s) for s in searchable_schemes()],
         "searches": SEARCHES.names(), "search_help": SEARCHES.help_text(),
         "repairs": REPAIRS.names(), "exact_time_limit": DEFAULT_EXACT_TIME_LIMIT,
         "exact_max_costed": DEFAULT_EXACT_MAX_COSTED,

@@ -66,8 +66,9 @@ def kib(n: Any) -> Any:
 
 
 def size_text(n: float) -> str:
-    """A buffer size as the inputs spell it: ``64 KiB``, ``2 MiB``, ``1.5 KiB``."""
-    return f"{n / MIB:g} MiB" if n >= MIB else f"{n / KIB:g} KiB"
+    """A size as the inputs spell it, four digits at most: ``64 KiB``, ``2 MiB``,
+    ``114.9 KiB``."""
+    return f"{n / MIB:.4g} MiB" if n >= MIB else f"{n / KIB:.4g} KiB"
 
 
 def search_label(search: str | None, repair: str | None = None) -> str:

@@ -27,7 +27,7 @@ from search.result import SearchResult
 from search.substitution.stages import DEFAULT_STAGES
 from simulator.errors import InputError
 from simulator.hw import HardwareConfig
-from simulator.scheme import Scheme
+from simulator.scheme import DEFAULT_SCHEME, Scheme
 from simulator.workload.graph import ComputeGraph
 
 if TYPE_CHECKING:
@@ -37,7 +37,7 @@ __all__ = ["optimize", "plan_document", "write_outputs"]
 
 
 def optimize(model: str | ComputeGraph, hw: str | HardwareConfig = "edge-npu",
-             scheme: str | Scheme = Scheme.LBDF, search: str = "auto", repair: str = "random",
+             scheme: str | Scheme = DEFAULT_SCHEME, search: str = "auto", repair: str = "random",
              budget: int = 2000, seed: int = 0, objectives: str | Sequence[str] = ("dram",),
              overrides: Mapping[str, Any] | None = None,
              progress: bool | Callable[[int, int | None], None] = False,
@@ -138,8 +138,9 @@ def plan_document(result: SearchResult, own: bool = False) -> dict[str, Any]:
 
 
 OUTPUT_FILES = ("plan.json", "search_plan.json", "history.csv", "summary.json", "budget.png",
-                "pareto.csv", "pareto.png", "graph.json")
-"""Every file `write_outputs` may write."""
+                "pareto.csv", "pareto.png", "graph.json", "plan.svg", "search_plan.svg")
+"""Every file `write_outputs` may write, and the drawings ``fusion-dse show`` writes beside
+its plans by default (a result folder holding them is still a result folder)."""
 
 
 def write_outputs(result: SearchResult, out_dir: str | Path,
