@@ -1,6 +1,7 @@
-"""``fusion-dse show`` and ``diff``: thin adapters over `fusion_dse.plan_view` (wired in by
-`fusion_dse.cli`; options in ``cli.toml``). Output paths are checked before any plan is read;
-bad input raises `InputError` (one line, exit status 2)."""
+"""``fusion-dse show``, ``diff`` and ``report``: thin adapters over `fusion_dse.plan_view` and
+`fusion_dse.report` (wired in by `fusion_dse.cli`; options in ``cli.toml``). Output paths are
+checked before any plan or store is read; bad input raises `InputError` (one line, exit
+status 2)."""
 
 from __future__ import annotations
 
@@ -98,5 +99,20 @@ def _diff_text(rows: pd.DataFrame) -> str:
     }).to_string(index=False)
 
 
-RUNS = {"show": _run_show, "diff": _run_diff}
+def _run_report(args: argparse.Namespace) -> str:
+    from fusion_dse.sweep.cli import _same_file
+
+    store = Path(args.store)
+    out = Path(args.out) if args.out else store.with_suffix(".html")
+    check_out_file(out, "--out", ("html", "htm"))
+    if _same_file(out, store):
+        from simulator.errors import InputError
+
+        raise InputError(f"--out {str(out)!r} is the store itself; choose another file")
+    from fusion_dse.report import write_report
+
+    return f"report written to {write_report(store, out)}"
+
+
+RUNS = {"show": _run_show, "diff": _run_diff, "report": _run_report}
 """The code of the subcommands this module runs (options: ``cli.toml``)."""
