@@ -28,7 +28,7 @@ import json
 import os
 import time
 import zlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -44,10 +44,11 @@ from explain.features import FEATURE_SCHEMA_VERSION, GroupGraph, content_digest,
 from explain.sampling import sample_groups
 from simulator.cost import CostCache
 from simulator.cost.brr import incompatibility
+from simulator.dataflow import dataflow
 from simulator.errors import InputError
 from simulator.hw import HardwareConfig
 from simulator.partition import Group
-from simulator.scheme import FUSED_SCHEMES, Scheme
+from simulator.scheme import FUSED_SCHEMES, Scheme, fused_schemes
 from simulator.workload.graph import ComputeGraph
 from simulator.workload.loader import load_zoo, resolve_zoo_name
 
@@ -88,17 +89,20 @@ TRAINED_GRAPH_STAGES: tuple[str, ...] = tuple(GRAPH_STAGE_SUFFIX)
 (``none``) or after DNNFusion's fuse stage (``fuse``, `search.substitution.stages`), which needs
 no machine; the stages that do (fission, substitute) are not trained for (docs/gnn.md)."""
 
-DEFAULT_GROUPS: dict[Scheme, dict[str, int]] = {
-    Scheme.LBDF: {
-        "vgg16": 600, "squeezenet1_0": 1200, "squeezenet1_1": 1200, "mobilenet_v2": 1500,
-        "mobilenet_v3_small": 1000, "mobilenet_v3_large": 1200, "resnet18": 1000,
-        "resnet101": 1800, "efficientnet_b0": 1400, "efficientnet_b3": 1600,
-    },
-    Scheme.BRR: {
-        "vgg16": 600, "squeezenet1_0": 2300, "squeezenet1_1": 2300, "mobilenet_v2": 2300,
-        "resnet18": 1150, "resnet101": 2800,
-    },
-}
+class _TrainingGroups(Mapping[str, Mapping[str, int]]):
+    """Each GNN dataflow's training networks (`Dataflow.training_groups`), by scheme."""
+
+    def __getitem__(self, scheme: str) -> Mapping[str, int]:
+        return dataflow(Scheme.parse(scheme, fused_schemes())).training_groups
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(fused_schemes())
+
+    def __len__(self) -> int:
+        return len(fused_schemes())
+
+
+DEFAULT_GROUPS: Mapping[str, Mapping[str, int]] = _TrainingGroups()
 """Distinct groups wanted per training network (VGG16 has about 630 of 2..30 ops in all)."""
 
 _SE_FREE = ("vgg16", "squeezenet1_0", "squeezenet1_1", "mobilenet_v2", "resnet18", "resnet50",

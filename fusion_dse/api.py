@@ -40,7 +40,7 @@ from simulator.plan import (
     plan_from_doc,
     read_plan_document,
 )
-from simulator.scheme import Scheme
+from simulator.scheme import DEFAULT_SCHEME, Scheme
 from simulator.workload.graph import ComputeGraph
 from simulator.workload.loader import load
 
@@ -129,7 +129,7 @@ def _with_plan_context(doc: Any, hw: str | HardwareConfig | None, scheme: str | 
     context, notes = plan_context(doc), []
     recorded = context.get("scheme")
     if scheme is None:
-        scheme = _recorded_scheme(recorded) if recorded else Scheme.LBDF
+        scheme = _recorded_scheme(recorded) if recorded else DEFAULT_SCHEME
     else:
         scheme = Scheme.parse(scheme)
         if recorded and recorded != str(scheme):

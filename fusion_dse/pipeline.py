@@ -56,7 +56,7 @@ from simulator.cost import CostCache, PlanCost, evaluate_plan, plan_totals
 from simulator.errors import InputError
 from simulator.hw import HardwareConfig
 from simulator.plan import PartitionPlan
-from simulator.scheme import Scheme
+from simulator.scheme import DEFAULT_SCHEME, Scheme
 from simulator.workload.graph import ComputeGraph
 from simulator.workload.loader import check_spec, load
 
@@ -118,7 +118,7 @@ class RunSpec:
 
     model: str | ComputeGraph
     hw: str | HardwareConfig = "edge-npu"
-    scheme: str | Scheme = Scheme.LBDF
+    scheme: str | Scheme = DEFAULT_SCHEME
     search: str = "auto"
     repair: str = "random"
     budget: int = 2000

@@ -25,7 +25,7 @@ from simulator.errors import InputError
 from simulator.memo import Memo
 from simulator.partition import violations
 from simulator.plan import PartitionPlan
-from simulator.scheme import SEARCHABLE_SCHEMES, Scheme
+from simulator.scheme import DEFAULT_SCHEME, Scheme, searchable_schemes
 from simulator.workload.graph import ComputeGraph
 
 if TYPE_CHECKING:
@@ -71,7 +71,7 @@ def problem_settings(scheme: str | Scheme, objectives: str | Sequence[str],
     """
     parsed = Scheme.parse(scheme)
     if not parsed.searchable:
-        choices = ", ".join(f"'{s}'" for s in SEARCHABLE_SCHEMES)
+        choices = ", ".join(f"'{s}'" for s in searchable_schemes())
         raise InputError(f"scheme '{parsed}' runs every op alone: there is nothing to "
                          f"search; choose {choices}")
     names = parse_objectives(objectives)
@@ -95,7 +95,7 @@ class SearchProblem:
 
     graph: ComputeGraph
     hw: HardwareConfig
-    scheme: Scheme = Scheme.LBDF
+    scheme: Scheme = DEFAULT_SCHEME
     objectives: tuple[str, ...] = ("dram",)
     splitter: Splitter = field(default_factory=RandomSplitter)
 

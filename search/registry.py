@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from simulator.errors import InputError
-from simulator.scheme import FUSED_SCHEMES, SEARCHABLE_SCHEMES, Scheme
+from simulator.scheme import FUSED_SCHEMES, Scheme, searchable_schemes
 
 __all__ = ["DEFAULT_EXACT_MAX_COSTED", "DEFAULT_EXACT_TIME_LIMIT", "EXPLAINERS", "REPAIRS",
            "SEARCHES", "Registry", "Strategy", "resolve"]
@@ -59,7 +59,8 @@ class Strategy:
         name: Registry key, lower case (``"ls"``, ``"rg"``).
         target: Its factory, ``"module:callable"``.
         help: One line for people.
-        schemes: Dataflows it can take.
+        schemes: Dataflows it can take (None: every scheme a search takes, those registered
+            later included).
         defaults: Keyword arguments always given to the factory (overridable by `options`).
         options: Keyword options the factory takes from callers; others are not passed (the
             random repair has no explained edges).
@@ -69,13 +70,15 @@ class Strategy:
     name: str
     target: str
     help: str
-    schemes: tuple[Scheme, ...] = SEARCHABLE_SCHEMES
+    schemes: tuple[Scheme, ...] | None = None
     defaults: tuple[tuple[str, Any], ...] = ()
     options: tuple[str, ...] = ()
     trainer: str | None = None
 
     def supports(self, scheme: str | Scheme) -> bool:
         """True if the strategy is declared for dataflow `scheme`."""
+        if self.schemes is None:
+            return scheme in searchable_schemes()
         return scheme in self.schemes
 
     def create(self, **options: Any) -> Any:
@@ -151,7 +154,7 @@ class Registry(Generic[T]):
         return tuple(s.name for s in self if predicate(s))
 
 
-def _guided(name: str, text: str, schemes: tuple[Scheme, ...] = FUSED_SCHEMES,
+def _guided(name: str, text: str, schemes: tuple[Scheme, ...] | None = FUSED_SCHEMES,
             **defaults: Any) -> Strategy:
     """An explanation-guided repair: Algorithm 1 (`explain.tree_split`) over explainer `name`
     (on the dataflows its explainer takes: a GNN's are those it was trained on)."""
@@ -179,7 +182,7 @@ the exact solver (`search.exact`) and ``auto`` (exact, else seeded local search)
 REPAIRS: Registry[Any] = Registry("repair", (
     Strategy("random", "search.splitter:RandomSplitter", "random recursive cuts (the paper's "
              "baseline)"),
-    _guided("alledges", "Algorithm 1 over every edge, no explanation", SEARCHABLE_SCHEMES,
+    _guided("alledges", "Algorithm 1 over every edge, no explanation", None,
             max_edges=None),
     _guided("gnne", "Algorithm 1 over GNNExplainer's edges"),
     _guided("pg", "Algorithm 1 over PGExplainer's edges"),

@@ -246,7 +246,7 @@ def fit_bound(cache: CostCache, space: CandidateSpace, k: int) -> int | None:
     floors, about a fifth of a costing; docs/exact.md, "The BRR fit bound"); elsewhere (and
     for singletons, which may run alone) ``space.lb_fit[k]``."""
     mask = space.masks[k]
-    if cache.scheme is not Scheme.BRR or mask.bit_count() == 1:
+    if not cache.scheme.tiled or mask.bit_count() == 1:
         return space.lb_fit[k]
     bound = dram_lower_bound(cache.graph, bits(mask), cache.hw)
     return None if bound is None else max(bound, space.lb_fit[k])
@@ -353,7 +353,7 @@ class _Growth:
         self.lb: list[tuple[int, int, int]] = []  # (lb_dram, lb_cycles, lb_fit) per set
         self.pairs = squeeze_pairs(graph) if self.scheme.holds_weights else ()
         self.pair_g = sum(1 << p.g for p in self.pairs)
-        floors = fit_floors(graph, self.hw) if self.scheme is Scheme.BRR else None
+        floors = fit_floors(graph, self.hw) if self.scheme.tiled else None
         self.floor_tiles = list(floors.tiles) if floors else [1] * len(graph)
         self.floor_res = list(floors.resident_elems) if floors else [0] * len(graph)
         self.seen: set[int] = set()

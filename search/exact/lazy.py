@@ -64,7 +64,6 @@ from search.exact.candidates import (
     fit_bound,
 )
 from simulator.cost import CostCache
-from simulator.scheme import Scheme
 from simulator.workload.graph import ComputeGraph
 
 __all__ = ["LazyOutcome", "lazy_search"]
@@ -266,7 +265,7 @@ class _Search:
         self.n = len(self.graph)
         self.full = (1 << self.n) - 1
         self.d = g.hw.dtype_bytes
-        self.brr = g.scheme is Scheme.BRR
+        self.brr = g.scheme.tiled
         self.pred = list(g.closure.pred)
         self.succ = [bits(m) for m in g.closure.succ]
         self.anc = g.closure.anc

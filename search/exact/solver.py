@@ -440,11 +440,13 @@ def _mbu(path: Sequence[Candidate]) -> int:
 def baseline_incumbents(graph: ComputeGraph, cache: CostCache) -> list[Incumbent]:
     """The valid plans of the cheap baselines (`search.baselines`: the optimal segment plan,
     the greedy fusion plan without mapping rules), costed through `cache` (the run's baselines
-    then cost nothing more), best first."""
+    then cost nothing more), and under a mixed scheme each member's optimum
+    (`search.exact.mixed`), best first."""
     from search.baselines import greedy_fusion, segment_dp
+    from search.exact.mixed import member_plans
 
     plans = (("segment_dp", segment_dp(graph, cache).plan),
-             ("greedy_fit", greedy_fusion(graph, cache, False)))
+             ("greedy_fit", greedy_fusion(graph, cache, False)), *member_plans(graph, cache))
     return sorted((inc for name, plan in plans
                    if (inc := _incumbent(graph, cache, plan, name)) is not None),
                   key=lambda inc: inc.key)

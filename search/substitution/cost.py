@@ -52,10 +52,6 @@ _OWN_FIELDS = tuple(f.name for f in fields(Op) if f.name not in ("id", "name", "
 
 _OWN = attrgetter(*_OWN_FIELDS)
 
-_LOCAL_SCHEMES = frozenset({Scheme.LBDF, Scheme.LBL})
-"""Dataflows whose group cost depends on the group alone (see the module docs)."""
-
-
 def group_key(graph: ComputeGraph, ops: tuple[int, ...],
               own: tuple[int, ...] | None = None) -> GroupKey:
     """What the LBDF/LBL cost of the group `ops` (ascending ids) of `graph` depends on.
@@ -96,7 +92,7 @@ class SharedCostCache(CostCache):
         """Bind a (graph, hardware, dataflow) to the shared group costs `shared`; `interned`
         numbers the distinct `own_fields` of ops (shared too: it makes keys cheap to hash)."""
         super().__init__(graph, hw, scheme)
-        if self.scheme not in _LOCAL_SCHEMES:
+        if not self.scheme.capabilities.local:
             raise ValueError(f"group costs of {self.scheme} are not local to the group")
         self._shared_costs = shared
         self._own = tuple(interned.setdefault(own_fields(op), len(interned)) for op in graph)
@@ -147,7 +143,7 @@ class GraphCost:
         self.hw, self.scheme = hw, Scheme.parse(scheme)
         self.graphs: Memo[ComputeGraph, float] = Memo()
         self.groups: Memo[GroupKey, GroupCost] | None = \
-            Memo() if self.scheme in _LOCAL_SCHEMES else None
+            Memo() if self.scheme.capabilities.local else None
         self._interned: dict[tuple, int] = {}
 
     def cache(self, graph: ComputeGraph) -> CostCache:

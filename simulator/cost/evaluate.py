@@ -24,12 +24,12 @@ ops alone) the scope is the set of fuseable ops, whose figures are cached
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from functools import cached_property, lru_cache
 from typing import TYPE_CHECKING, Any
 
-from simulator.cost import brr, hybrid, lbdf, lbl
+from simulator.cost import lbl
 from simulator.cost.traffic import compulsory_bytes
 from simulator.cost.types import GroupCost, GroupCostFn
 from simulator.memo import Memo
@@ -44,12 +44,26 @@ if TYPE_CHECKING:
 __all__ = ["COST_MODELS", "CostCache", "PlanCost", "PlanTotals", "evaluate_plan",
            "fuseable_scope", "plan_totals"]
 
-COST_MODELS: dict[Scheme, GroupCostFn] = {
-    Scheme.LBDF: lbdf.group_cost,
-    Scheme.BRR: brr.group_cost,
-    Scheme.LBL: lbl.group_cost,
-    Scheme.HYBRID: hybrid.group_cost,
-}
+class _CostModels(Mapping[Scheme, GroupCostFn]):
+    """The group cost of every registered dataflow (`simulator.dataflow`), by scheme."""
+
+    def __getitem__(self, scheme: Scheme) -> GroupCostFn:
+        from simulator.dataflow import DATAFLOWS
+
+        return DATAFLOWS[scheme].cost
+
+    def __iter__(self) -> Iterator[Scheme]:
+        from simulator.dataflow import DATAFLOWS
+
+        return iter(tuple(DATAFLOWS))
+
+    def __len__(self) -> int:
+        from simulator.dataflow import DATAFLOWS
+
+        return len(DATAFLOWS)
+
+
+COST_MODELS: Mapping[Scheme, GroupCostFn] = _CostModels()
 """The cost model of every dataflow (a hybrid group's: its cheapest member's)."""
 
 

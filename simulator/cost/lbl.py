@@ -233,7 +233,7 @@ def group_cost(graph: ComputeGraph, ops: Sequence[int], hw: HardwareConfig) -> G
                       macs, hw, t.cycles),
         failure=None if t.fits else Failure.TILE_OVER_BUFFER,
         tiles=t.tiles, tiling=t.describe(), reread_act_bytes=t.reread_act,
-        reread_weight_bytes=t.reread_weight)
+        reread_weight_bytes=t.reread_weight, schedule=t)
 
 
 @lru_cache(maxsize=8192)

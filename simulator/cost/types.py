@@ -9,7 +9,7 @@ Why a group does not fit is a `Failure` kind, next to the human reason.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -121,6 +121,10 @@ class GroupCost:
         resident_weight_bytes: BRR: the weights resident for the whole group.
         weight_slices: BRR: (op id, "out" | "in", slices) of every op streaming its weights,
             in output- or input-channel slices (docs/cost-model.md, section 4.2).
+        schedule: What the simulator replays that the figures above do not already say (an
+            op on its own: its `simulator.cost.lbl.LayerTiling`; None otherwise: BRR's
+            configuration is its tiles and residency, LBDF's row order follows from the
+            group); not compared.
     """
 
     scheme: Scheme
@@ -143,6 +147,7 @@ class GroupCost:
     reread_weight_bytes: int = 0
     resident_weight_bytes: int = 0
     weight_slices: tuple[tuple[int, str, int], ...] = ()
+    schedule: Any = field(default=None, compare=False, repr=False)
 
     @property
     def dram_bytes(self) -> int:
@@ -171,15 +176,9 @@ class GroupCost:
             "fits": self.fits,
             "reason": self.reason,
         }
-        if self.scheme.tiled:
-            d.update(tiles=self.tiles, weights_streamed=self.weights_streamed,
-                     resident_weight_bytes=self.resident_weight_bytes,
-                     weight_slices=[[graph[o].name if graph is not None else o, split, n]
-                                    for o, split, n in self.weight_slices])
-        if self.scheme is Scheme.LBL:
-            d.update(tiling=self.tiling, tiles=self.tiles,
-                     reread_act_bytes=self.reread_act_bytes,
-                     reread_weight_bytes=self.reread_weight_bytes)
+        from simulator.dataflow import dataflow
+
+        d.update(dataflow(self.scheme).group_fields(self, graph))
         return d
 
 

@@ -11,15 +11,10 @@ docs/simulator.md).
 
 from __future__ import annotations
 
-from collections.abc import Generator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from simulator.cost import CostCache, Failure, GroupCost
-from simulator.cost.brr import chosen_tiling
-from simulator.cost.lbl import layer_tiling
-from simulator.engine.brr import run_brr_group
-from simulator.engine.layer import run_layer
-from simulator.engine.lbdf import run_lbdf_group
+from simulator.cost import CostCache, GroupCost
+from simulator.dataflow import dataflow
 from simulator.engine.machine import Machine, SimulationError
 from simulator.engine.report import GroupSim, SimReport
 from simulator.partition import topological_order, violations
@@ -67,42 +62,21 @@ def simulate(graph: ComputeGraph, plan: PartitionPlan, hw: HardwareConfig, schem
 
 def _run_group(m: Machine, graph: ComputeGraph, k: int, cost: GroupCost,
                hw: HardwareConfig) -> GroupSim:
-    """Run one group the way its cost says it runs (`GroupCost.scheme`)."""
+    """Run one group the way its cost says it runs: its dataflow's runner
+    (`simulator.dataflow`, by `GroupCost.scheme`) replays the schedule the cost chose."""
     ops, mode = cost.ops, cost.scheme
     label = f"{k} ({graph[ops[0]].name}, {len(ops)} ops)"
-    tiles, streamed, described = 1, False, ""
-    if mode is Scheme.LBL:  # an op on its own: streamed, or tiled to the buffer
-        if not cost.fits:
-            raise SimulationError(f"group {label} cannot run: {cost.reason}")
-        layer = layer_tiling(graph, ops[0], hw)
-        tiles, described = layer.tiles, layer.describe()
-        if layer.streamed:
-            def body() -> Generator[Any, Any, None]:
-                yield from run_lbdf_group(m, graph, ops)
-        else:
-            def body() -> Generator[Any, Any, None]:
-                yield from run_layer(m, graph, ops[0], layer)
-    elif mode.tiled:
-        if cost.failure is Failure.BRR_INCOMPATIBLE:
-            raise SimulationError(f"group {label} cannot run under BRR: {cost.reason}")
-        tiling = chosen_tiling(graph, ops, hw)
-        tiles, streamed = tiling.tiles, tiling.streamed
-
-        def body() -> Generator[Any, Any, None]:
-            yield from run_brr_group(m, graph, ops, tiling)
-    else:
-        def body() -> Generator[Any, Any, None]:
-            yield from run_lbdf_group(m, graph, ops)
+    run = dataflow(mode).run(m, graph, cost, hw, label)
     m.reset_group_counters()
     start = m.now
-    m.run_group(body, label)
+    m.run_group(run.body, label)
     c = m.counters
     return GroupSim(
         index=k, ops=ops, mode=mode, start=start, end=m.now, compute_cycles=c.pe_busy,
         stall_cycles=c.stall, dram_read=dict(c.read_bytes), dram_write=dict(c.write_bytes),
         peak_buffer_bytes=m.peak, macs=c.macs, events=c.events,
-        buffer_traffic_bytes=c.buffer_bytes, tiles=tiles, weights_streamed=streamed,
-        tiling=described,
+        buffer_traffic_bytes=c.buffer_bytes, tiles=run.tiles,
+        weights_streamed=run.weights_streamed, tiling=run.tiling,
     )
 
 

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from search.exact import optimum
 from simulator.cost import COST_MODELS, CostCache, evaluate_plan
-from simulator.cost.hybrid import choose
+from simulator.dataflow.hybrid import choose
 from simulator.engine.simulate import simulate
 from simulator.hw import load_hw
 from simulator.plan import layer_by_layer

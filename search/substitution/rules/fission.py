@@ -560,7 +560,7 @@ def _smallest_pieces(rule: FissionRule, sig: _Signature, hw: HardwareConfig,
     units = rule._units(op)
     most = units // 2  # P >= 2
     per_unit = rule._unit_weights(op)
-    if per_unit is not None and scheme is Scheme.LBDF:
+    if per_unit is not None and scheme.holds_weights:
         unit, fixed = per_unit
         most = min(most, (hw.buffer_bytes // hw.dtype_bytes - fixed) // max(unit, 1))
     if most < 1:
