@@ -132,7 +132,7 @@ class Optimum:
         return {"status": "optimal" if self.optimal else "capped", **self.baseline.to_dict()}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class SearchSummary:
     """The figures of one run (the mappings are not to be modified).
 
@@ -258,8 +258,31 @@ class SearchSummary:
         doc.update((k, v) for k, v in extra.items() if v is not None)
         return doc
 
+    def _facts(self) -> list[tuple[str, str]]:
+        """(label, value) pairs of the short forms (`__repr__`, `_repr_html_`)."""
+        best = self.best or {}
+        known = self.optimum
+        optimum = ("not computed" if known is None or known.baseline is None else
+                   f"{known.baseline.dram_bytes:,} B ({'proven' if known.optimal else 'capped'})")
+        return [("model", self.model_label), ("hardware", f"{self.hw}, buffer "
+                                              f"{_size(self.buffer_bytes)}"),
+                ("run", f"{str(self.scheme).upper()}, {self.search} + {self.repair} repair, "
+                        f"seed {self.seed}, {self.budget_used:,} of {self.budget or 0:,} plans"),
+                ("best plan", f"{best.get('dram_bytes', 0):,} B DRAM, {best.get('groups')} "
+                              f"groups, from {self.best_source}"),
+                ("optimum", optimum), ("status", self.status)]
 
-@dataclass(frozen=True)
+    def __repr__(self) -> str:
+        """One line: the model, hardware, run, best DRAM and optimum (the whole document is
+        `to_dict`)."""
+        return "SearchSummary(" + "; ".join(f"{k} {v}" for k, v in self._facts()) + ")"
+
+    def _repr_html_(self) -> str:
+        """A small table for notebooks."""
+        return _html_table("SearchSummary", self._facts())
+
+
+@dataclass(frozen=True, repr=False)
 class SearchResult:
     """What a search found (the DataFrames are not to be modified).
 
@@ -296,3 +319,35 @@ class SearchResult:
     def budget_used(self) -> int:
         """Plans proposed and evaluated."""
         return len(self.history)
+
+    @property
+    def groups_by_name(self) -> list[list[str]]:
+        """The plan's groups as lists of op names (`plan` holds op ids), in plan order."""
+        return [[self.graph[o].name for o in g.ops] for g in self.plan.groups]
+
+    def __repr__(self) -> str:
+        """One line, not the tables: the summary's facts and the plan's size."""
+        return (f"SearchResult({self.summary.model_label} on {self.hw.name}, "
+                f"{str(self.summary.scheme).upper()}: {len(self.plan)} groups, DRAM "
+                f"{self.cost.dram_bytes:,} B, {len(self.history):,} plans evaluated; "
+                f".summary, .plan, .groups_by_name, .cost, .history)")
+
+    def _repr_html_(self) -> str:
+        """A small table for notebooks."""
+        return _html_table("SearchResult", [*self.summary._facts(),
+                                            ("groups", ", ".join(
+                                                f"{g[0]}..{g[-1]}" if len(g) > 1 else g[0]
+                                                for g in self.groups_by_name[:8])
+                                             + (" ..." if len(self.plan) > 8 else ""))])
+
+
+def _size(n: int) -> str:
+    return f"{n / 2**20:.4g} MiB" if n >= 2**20 else f"{n / 1024:.4g} KiB"
+
+
+def _html_table(title: str, facts: list[tuple[str, str]]) -> str:
+    from html import escape
+
+    rows = "".join(f"<tr><th style='text-align:left'>{escape(k)}</th><td style='text-align:"
+                   f"left'>{escape(str(v))}</td></tr>" for k, v in facts)
+    return f"<table><caption>{escape(title)}</caption>{rows}</table>"

@@ -399,11 +399,13 @@ class SweepStore:
             self._db.execute("ROLLBACK")
             raise
 
-    def frame(self, blobs: bool = False):  # noqa: ANN201 - pandas.DataFrame, imported lazily
-        """All points as a DataFrame (without the JSON blobs unless `blobs`)."""
+    def frame(self, blobs: bool = False, summary: bool = False):  # noqa: ANN201 - a DataFrame
+        """All points as a DataFrame (without the JSON blobs unless `blobs`; with `summary`,
+        the summary blob alone)."""
         import pandas as pd
 
-        cols = COLUMNS if blobs else tuple(c for c in COLUMNS if c not in BLOB_COLUMNS)
+        cols = COLUMNS if blobs else tuple(c for c in COLUMNS if c not in BLOB_COLUMNS
+                                           or (summary and c == "summary"))
         try:
             frame = pd.read_sql_query(f"SELECT {self._select(cols)} FROM points ORDER BY rowid",
                                       self._db)
