@@ -246,10 +246,23 @@ def fit_bound(cache: CostCache, space: CandidateSpace, k: int) -> int | None:
     floors, about a fifth of a costing; docs/exact.md, "The BRR fit bound"); elsewhere (and
     for singletons, which may run alone) ``space.lb_fit[k]``."""
     mask = space.masks[k]
-    if not cache.scheme.tiled or mask.bit_count() == 1:
+    if mask.bit_count() == 1 or not _only_tiled(cache, mask):
         return space.lb_fit[k]
     bound = dram_lower_bound(cache.graph, bits(mask), cache.hw)
     return None if bound is None else max(bound, space.lb_fit[k])
+
+
+def _only_tiled(cache: CostCache, mask: int) -> bool:
+    """True when only tiled members of the scheme may run the set `mask`: every other one
+    holds every weight and its weights exceed the buffer."""
+    members = cache.scheme.fused
+    if not any(m.tiled for m in members):
+        return False
+    if all(m.tiled for m in members):
+        return True
+    weight_bytes = sum(cache.graph[o].weight_elems for o in bits(mask)) * cache.hw.dtype_bytes
+    return all(m.tiled or (m.holds_weights and weight_bytes > cache.hw.buffer_bytes)
+               for m in members)
 
 
 def costed_candidates(cache: CostCache, space: CandidateSpace) -> tuple[Candidate, ...]:
@@ -351,9 +364,10 @@ class _Growth:
         self.masks: list[int] = []
         self.preds: list[int] = []
         self.lb: list[tuple[int, int, int]] = []  # (lb_dram, lb_cycles, lb_fit) per set
-        self.pairs = squeeze_pairs(graph) if self.scheme.holds_weights else ()
+        members = self.scheme.fused  # a mixed scheme: a set runs if one member runs it
+        self.pairs = squeeze_pairs(graph) if any(m.holds_weights for m in members) else ()
         self.pair_g = sum(1 << p.g for p in self.pairs)
-        floors = fit_floors(graph, self.hw) if self.scheme.tiled else None
+        floors = fit_floors(graph, self.hw) if any(m.tiled for m in members) else None
         self.floor_tiles = list(floors.tiles) if floors else [1] * len(graph)
         self.floor_res = list(floors.resident_elems) if floors else [0] * len(graph)
         self.seen: set[int] = set()
@@ -440,7 +454,7 @@ class _Growth:
         dram = elems * d
         fit = dram
         excess = weights + res - self.hw.buffer_bytes // d
-        if mask & (mask - 1) and excess > 0:
+        if mask & (mask - 1) and excess > 0 and self._streams(mask, weights * d):
             # at least `excess` weight elements cannot stay resident: streamed, re-read by
             # every extra tile (tiles 0: no group of an op fits)
             fit += excess * max(tiles - 1, 0) * d
@@ -454,15 +468,30 @@ class _Growth:
         return ""
 
     def _prune(self, mask: int, weight_bytes: int) -> bool:
+        """True when no member of the scheme runs the set (nor any set grown from it)."""
         if mask & self.unfusable_mask:
             return True
-        if self.scheme.holds_weights:  # F_beta >= weights (+ a tensor held whole)
-            if weight_bytes > self.hw.buffer_bytes:
-                return True
-            if mask & self.pair_g:
-                held = max((p.elems for p in self.pairs if p.mask & mask == p.mask), default=0)
-                return weight_bytes + held * self.hw.dtype_bytes > self.hw.buffer_bytes
-            return False
-        if self.scheme.tiled and mask & self.whole_mask:
+        return all(self._prunes(m, mask, weight_bytes) for m in self.scheme.fused)
+
+    def _prunes(self, member: Scheme, mask: int, weight_bytes: int) -> bool:
+        if member.holds_weights:  # F_beta >= weights (+ a tensor held whole)
+            return self._over_weights(mask, weight_bytes)
+        if member.tiled and mask & self.whole_mask:
             return bool(incompatibility(self.graph, bits(mask)))
         return False
+
+    def _over_weights(self, mask: int, weight_bytes: int) -> bool:
+        """A dataflow holding every weight cannot run the set: its weights (with a tensor a
+        squeeze pair holds whole) exceed the buffer."""
+        if weight_bytes > self.hw.buffer_bytes:
+            return True
+        if mask & self.pair_g:
+            held = max((p.elems for p in self.pairs if p.mask & mask == p.mask), default=0)
+            return weight_bytes + held * self.hw.dtype_bytes > self.hw.buffer_bytes
+        return False
+
+    def _streams(self, mask: int, weight_bytes: int) -> bool:
+        """True when only tiled members may run the set (every other member holds its weights
+        and cannot): then its weights beyond the buffer are streamed, re-read per tile."""
+        return all(m.tiled or (m.holds_weights and self._over_weights(mask, weight_bytes))
+                   for m in self.scheme.fused)
