@@ -25,6 +25,7 @@ from collections.abc import Callable, Sequence
 from fusion_dse import cli_args
 from fusion_dse.cli_args import DEFAULT_OUT_ROOT, EXIT_USAGE, hw_overrides, model_and_shape
 from fusion_dse.outputs import atomic_file, check_out_file, plot_formats
+from fusion_dse.runspec import run_defaults
 from search.registry import (
     DEFAULT_EXACT_MAX_COSTED,
     DEFAULT_EXACT_TIME_LIMIT,
@@ -86,12 +87,15 @@ def _write_artifacts(result, plot: str | None, trace: str | None) -> None:
     graph, hw = result.evaluation.graph, result.evaluation.hw
     try:
         if plot:
+            from fusion_dse.figure_style import size_text, title_of
             from fusion_dse.plots import plot_simulation
 
+            shape = ", ".join("x".join(map(str, s)) for s in graph.input_shapes)
+            title = title_of(f"{graph.name} ({shape})", hw.name, size_text(hw.buffer_bytes),
+                             f"{str(result.report.scheme).upper()} plan simulated: buffer "
+                             "occupancy, DRAM bandwidth, groups")
             with atomic_file(plot) as tmp:
-                plot_simulation(result.report, tmp, f"{graph.name}, {result.report.scheme}, "
-                                f"{hw.name} ({hw.buffer_bytes / 1024:,.0f} KiB)",
-                                hw.buffer_bytes)
+                plot_simulation(result.report, tmp, title, hw.buffer_bytes)
         if trace:
             from simulator.engine.trace import chrome_trace
 
@@ -171,7 +175,7 @@ def build_parser() -> argparse.ArgumentParser:
         "trainable_help": ", ".join(f"{n}: {EXPLAINERS.get(n).help}" for n in trainable),
         "plot_kinds": sweep_cli.PLOT_KINDS, "out_root": DEFAULT_OUT_ROOT,
         "store_dir": str(sweep_cli.DEFAULT_STORE_DIR),
-        "default_stages": DEFAULT_STAGES, "substitutions": SUBSTITUTIONS,
+        "default_stages": DEFAULT_STAGES, "substitutions": SUBSTITUTIONS, **run_defaults(),
     }
     return cli_args.build_parser(runs, values)
 

@@ -201,6 +201,9 @@ def draw_plan(ax: Axes, ev: Evaluation, layout: PlanLayout,
     from fusion_dse.figure_style import OKABE_ITO, mib, size_text
 
     g, pos = ev.graph, layout.pos
+    rows_ops: dict[int, list[int]] = {}
+    for op_id, r in layout.row.items():
+        rows_ops.setdefault(r, []).append(op_id)
     for u, v in g.edges():
         (x0, y0), (x1, y1) = pos[u], pos[v]
         bend = 0.25 if layout.row[u] == layout.row[v] and abs(x1 - x0) > 1 else 0.0
@@ -219,10 +222,13 @@ def draw_plan(ax: Axes, ev: Evaluation, layout: PlanLayout,
             xs, ys = [pos[o][0] for o in ops], [pos[o][1] for o in ops]
             box = (min(xs) - 0.42, min(ys) - 0.42, max(xs) - min(xs) + 0.84,
                    max(ys) - min(ys) + 0.84)
-            ax.add_patch(FancyBboxPatch(box[:2], box[2], box[3],
-                                        boxstyle="round,pad=0,rounding_size=0.2",
-                                        facecolor=color, alpha=0.28 if chosen else 0.35,
-                                        edgecolor=color, lw=1.0, zorder=0))
+            style = dict(facecolor=color, alpha=0.28 if chosen else 0.35, edgecolor=color,
+                         lw=1.0, zorder=0)
+            if _covers_others(box, set(c.ops), rows_ops[r], pos):
+                _draw_shaped(ax, g, ops, pos, color, style)
+            else:
+                ax.add_patch(FancyBboxPatch(box[:2], box[2], box[3],
+                                            boxstyle="round,pad=0,rounding_size=0.2", **style))
             first = r == min(by_row)
             if first:
                 ax.text(box[0] + 0.05, box[1] - 0.06, label, fontsize=5.5, va="bottom",
@@ -240,6 +246,32 @@ def draw_plan(ax: Axes, ev: Evaluation, layout: PlanLayout,
     ax.set_aspect("equal")
     ax.axis("off")
     return regions
+
+
+def _covers_others(box: tuple[float, float, float, float], members: set[int],
+                   ops: list[int], pos: dict[int, tuple[float, float]]) -> bool:
+    """Whether a group's box on a row would cover an op of another group."""
+    x, y, w, h = box
+    return any(x <= pos[o][0] <= x + w and y <= pos[o][1] <= y + h
+               for o in ops if o not in members)
+
+
+def _draw_shaped(ax: Axes, graph: ComputeGraph, ops: list[int],
+                 pos: dict[int, tuple[float, float]], color: str,
+                 style: dict[str, Any]) -> None:
+    """A group interleaved with others on a row: a rounded square per op and a band along
+    each edge inside the group, so that the region covers its own ops only."""
+    from matplotlib.patches import FancyBboxPatch
+
+    members = set(ops)
+    for o in ops:
+        x, y = pos[o]
+        ax.add_patch(FancyBboxPatch((x - 0.42, y - 0.42), 0.84, 0.84,
+                                    boxstyle="round,pad=0,rounding_size=0.2", **style))
+    for u, v in graph.internal_edges(members):
+        (x0, y0), (x1, y1) = pos[u], pos[v]
+        ax.plot([x0, x1], [y0, y1], color=color, alpha=style["alpha"], lw=14,
+                solid_capstyle="round", zorder=0)
 
 
 def _figure(layout: PlanLayout, panels: int) -> Figure:

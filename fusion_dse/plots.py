@@ -40,6 +40,7 @@ __all__ = ["budget_data", "budget_figure", "pareto_data", "pareto_figure", "plot
            "plot_simulation"]
 
 
+@styled
 def plot_simulation(report: SimReport, path: str | Path, title: str, buffer_bytes: int,
                     bins: int = 400) -> None:
     """Buffer occupancy and DRAM bandwidth over time with group boundaries, and a Gantt row
@@ -47,7 +48,8 @@ def plot_simulation(report: SimReport, path: str | Path, title: str, buffer_byte
     ms = 1e3 / report.clock_hz
     end = max(report.cycles, 1)
     fig, (occ, bw, gantt) = plt.subplots(
-        3, 1, sharex=True, figsize=(12, 8), gridspec_kw={"height_ratios": [3, 2, 3]})
+        3, 1, sharex=True, figsize=(12, 8), gridspec_kw={"height_ratios": [3, 2, 3]},
+        layout="constrained")
     _occupancy(occ, report, ms, buffer_bytes)
     _bandwidth(bw, report, ms, end, bins)
     _gantt(gantt, report, ms)
@@ -56,7 +58,6 @@ def plot_simulation(report: SimReport, path: str | Path, title: str, buffer_byte
             ax.axvline(g.start * ms, color="0.85", linewidth=0.5, zorder=0)
     gantt.set_xlabel("time (ms)")
     fig.suptitle(title)
-    fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
 
@@ -64,15 +65,15 @@ def plot_simulation(report: SimReport, path: str | Path, title: str, buffer_byte
 def _occupancy(ax, report: SimReport, ms: float, buffer_bytes: int) -> None:
     t = np.array([c for c, _ in report.occupancy], dtype=float) * ms
     level = np.array([v for _, v in report.occupancy], dtype=float) / 1024
-    ax.step(t, level, where="post", linewidth=0.8, label="occupancy")
+    ax.step(t, level, where="post", linewidth=0.8, color=OKABE_ITO[0], label="occupancy")
     alone = [g for g in report.groups if g.mode == Scheme.LBL]
     for k, g in enumerate(alone):  # ops on their own: streamed or tiled to the buffer
         ax.axvspan(g.start * ms, g.end * ms, color="0.9", zorder=0,
                    label="layer by layer" if k == 0 else None)
-    ax.axhline(buffer_bytes / 1024, color="tab:red", linestyle="--", linewidth=1,
-               label=f"buffer {buffer_bytes / 1024:,.0f} KiB")
-    ax.set_ylabel("buffer (KiB)")
-    ax.legend(loc="upper right", fontsize=8)
+    ax.axhline(buffer_bytes / 1024, color=OKABE_ITO[3], linestyle="--", linewidth=1,
+               label=f"buffer {size_text(buffer_bytes)}")
+    ax.set_ylabel("buffer occupancy (KiB)")
+    legend_outside(ax)
 
 
 def _bandwidth(ax, report: SimReport, ms: float, end: int, bins: int) -> None:
@@ -82,7 +83,7 @@ def _bandwidth(ax, report: SimReport, ms: float, end: int, bins: int) -> None:
         ax.stairs(np.diff(moved) / np.diff(edges), edges * ms, label=label, fill=True,
                   alpha=0.6)
     ax.set_ylabel("DRAM (B/cycle)")
-    ax.legend(loc="upper right", fontsize=8)
+    legend_outside(ax)
 
 
 def _bytes_moved_by(report: SimReport, write: bool, times: np.ndarray) -> np.ndarray:
@@ -99,14 +100,14 @@ def _bytes_moved_by(report: SimReport, write: bool, times: np.ndarray) -> np.nda
 
 
 def _gantt(ax, report: SimReport, ms: float) -> None:
-    colors = {"compute": "tab:green", "dram": "tab:orange"}
+    colors = {"compute": OKABE_ITO[2], "dram": OKABE_ITO[1]}
     for row, g in enumerate(report.groups):
         ax.barh(row, max(g.cycles, 1) * ms, left=g.start * ms, height=0.8,
                 color=colors[g.bound], linewidth=0)
     ax.set_ylabel("group")
     ax.invert_yaxis()
     handles = [plt.Rectangle((0, 0), 1, 1, color=c) for c in colors.values()]
-    ax.legend(handles, [f"{k}-bound" for k in colors], loc="upper right", fontsize=8)
+    legend_outside(ax, handles, [f"{k}-bound" for k in colors])
 
 
 def plot_explanation(e, path: str | Path) -> None:
@@ -121,8 +122,9 @@ def plot_explanation(e, path: str | Path) -> None:
     pos = _dag_layout(g)
     piece = {o: k for k, p in enumerate(e.pieces) for o in p}
     colors = plt.get_cmap("Set3")  # pastel: the explanation's orange stays readable
-    width = max(6.0, 0.75 * (max(x for x, _ in pos.values()) + 2))
-    fig, ax = plt.subplots(figsize=(min(width, 40.0), 4.5))
+    xs, ys = [x for x, _ in pos.values()], [y for _, y in pos.values()]
+    fig, ax = plt.subplots(figsize=(max(6.0, 1.05 * (max(xs) - min(xs)) + 2.0),
+                                    0.8 * (max(ys) - min(ys)) + 2.0))
     cut = set(e.cut)
     rank = {edge: k for k, edge in enumerate(e.edges)}
     for edges, style in (
@@ -148,21 +150,30 @@ def plot_explanation(e, path: str | Path) -> None:
                  f"responsible); red dashed: cut; colours: the {len(e.pieces)} pieces",
                  fontsize=9)
     ax.axis("off")
+    ax.margins(0.08, 0.25)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
 
 
-def _dag_layout(g) -> dict[int, tuple[float, float]]:
-    """x = longest-path depth, y = lane within the depth (op ids are topological)."""
+def _dag_layout(g, wrap: int = 12) -> dict[int, tuple[float, float]]:
+    """x = longest-path depth, y = lane within the depth (op ids are topological); depths
+    wrap into rows of `wrap`, every other row right to left, so a long chain fills the page
+    instead of a thin strip."""
     depth: dict[int, int] = {}
     for n in sorted(g.nodes):
         depth[n] = 1 + max((depth[p] for p in g.predecessors(n)), default=-1)
-    rows: dict[int, list[int]] = {}
+    levels: dict[int, list[int]] = {}
     for n, d in depth.items():
-        rows.setdefault(d, []).append(n)
-    return {n: (float(d), k - (len(nodes) - 1) / 2) for d, nodes in rows.items()
-            for k, n in enumerate(nodes)}
+        levels.setdefault(d, []).append(n)
+    lanes = max(len(nodes) for nodes in levels.values())
+    pos = {}
+    for d, nodes in levels.items():
+        r, col = divmod(d, wrap)
+        x = col if r % 2 == 0 else wrap - 1 - col
+        for k, n in enumerate(nodes):
+            pos[n] = (float(x), -(r * (lanes + 1.0)) - (k - (len(nodes) - 1) / 2))
+    return pos
 
 
 _BASELINE_STYLE = {
