@@ -109,9 +109,44 @@ def _run_sweep(args: argparse.Namespace) -> str:
               "change)") if outcome.copied else ""
     lost = (f", {outcome.interrupted} interrupted (lost to a dead worker or scheduler; a "
             "rerun runs them)") if outcome.interrupted else ""
-    return (f"sweep {spec.name}: {outcome.total} points: {outcome.done} done{copied}, "
+    head = (f"sweep {spec.name}: {outcome.total} points: {outcome.done} done{copied}, "
             f"{outcome.failed} failed{lost}, {outcome.skipped} skipped (already stored); "
             f"{_duration(outcome.seconds)} on {outcome.workers} worker(s); store {store}")
+    return "\n\n".join([head, *results_text(store, points)])
+
+
+def results_text(store: Path, points: list) -> list[str]:  # noqa: ANN001 - sweep Points
+    """What a sweep found, not only how many points ran: per model, buffer and dataflow, the
+    least DRAM of the finished points of `points` and its gap to the optimum, then where
+    the figures and the page are (empty when nothing finished)."""
+    import pandas as pd
+
+    from fusion_dse.figure_style import search_label, size_text
+    from fusion_dse.sweep import load_sweep
+    from fusion_dse.sweep.store import point_key
+
+    keys = {point_key(p) for p in points}
+    frame = load_sweep(store)
+    done = frame[frame["key"].isin(keys) & (frame["status"] == "done")]
+    if done.empty:
+        return []
+    cell = ["model", "buffer_bytes", "scheme"]
+    best = done.loc[done.groupby(cell)["dram_bytes"].idxmin()].sort_values(cell)
+    table = pd.DataFrame({
+        "model": best["model"], "buffer": [size_text(b) for b in best["buffer_bytes"]],
+        "dataflow": best["scheme"].str.upper(),
+        "best DRAM (MiB)": [f"{v / 2**20:.3f}" for v in best["dram_bytes"]],
+        "by": [search_label(None if pd.isna(s) else s, None) for s in best["search"]],
+        "gap to optimum": ["" if pd.isna(g) else f"{100 * g:+.2f} %"
+                           for g in best["gap_to_optimum"]]})
+    shown = table.head(_RESULT_ROWS).to_string(index=False)
+    more = f"\n... {len(table) - _RESULT_ROWS} more rows" if len(table) > _RESULT_ROWS else ""
+    return [shown + more, f"figures: fusion-dse plot tradeoff|budget|pareto|compare {store}; "
+                          f"every point and plan: fusion-dse report {store}"]
+
+
+_RESULT_ROWS = 40
+"""Rows of a sweep's results printed at most (the report page has every point)."""
 
 
 def _cores() -> int:

@@ -74,3 +74,16 @@ def test_compare_runs_and_names_the_best(tmp_path):
                                store=tmp_path / "c.sqlite", workers=1)
     assert list(table["scheme"]) == ["lbdf", "lbl"] and table["best"].sum() == 1
     assert table.loc[table["best"], "scheme"].item() == "lbdf"
+
+
+def test_a_sweep_prints_its_results_not_only_counts(store):
+    from fusion_dse.sweep.cli import results_text
+
+    points = expand(SweepSpec(name="s", axes=AXES))
+    table, where = results_text(store, points)
+    frame = load_sweep(store)
+    lines = table.splitlines()
+    assert len(lines) == 1 + frame.groupby(["buffer_bytes", "scheme"]).ngroups
+    least = frame[frame["scheme"] == "lbdf"]["dram_bytes"].min() / 2**20
+    assert any(f"{least:.3f}" in line and "LBDF" in line for line in lines)
+    assert f"fusion-dse report {store}" in where
