@@ -4,11 +4,12 @@ Per cell (network as optimize sees it, after the default ``fuse`` graph stage; t
 preset at the cell's buffer) it solves the exact optimum under LBDF, under BRR and under the
 hybrid (`Scheme.HYBRID`: each group its least-DRAM dataflow, `simulator.cost.hybrid`), costs
 the layer-by-layer plan, and prints the hybrid's DRAM against min(LBDF, BRR, LBL), its groups
-per dataflow and the CPU seconds of the hybrid solve. The hybrid solve starts from its own
-baselines only (`search.exact.solver.baseline_incumbents`), so "proven" means the hybrid
-optimum was proven on its own; the benchmark then checks the hybrid optimum is <= the minimum on
-every cell (exit status 1 and the cells named when not) and prints how often and by how much
-it is strictly better.
+per dataflow and the CPU seconds of the hybrid solve (which starts from each member's optimum
+as an incumbent, `search.exact.mixed`, solved on its own cache: those CPU seconds included).
+"Proven" is `ExactResult.optimal`: no work cap cut the solve, or the cap's lower bound reaches
+the answer. The benchmark checks the hybrid optimum is <= the minimum on every cell (exit
+status 1 and the cells named when not) and prints how often and by how much it is strictly
+better.
 
     python benchmarks/hybrid.py [--models cnn|a,b] [--buffers 32KiB,...] [--json out.json]
 """

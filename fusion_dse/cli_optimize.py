@@ -69,13 +69,12 @@ def run_optimize(args: argparse.Namespace) -> str:
     """Run the search, write the outputs, return the summary text."""
     from fusion_dse.optimization import optimize, write_outputs
     from fusion_dse.outputs import check_out_dir
+    from fusion_dse.runspec import check_budget
     from simulator.errors import InputError
-    from simulator.limits import MAX_BUDGET
 
     if args.explained_edges is not None and args.explained_edges < 1:
         raise InputError(f"--explained-edges must be at least 1, got {args.explained_edges}")
-    if args.budget > MAX_BUDGET:
-        raise InputError(f"--budget {args.budget:,} is over the limit of {MAX_BUDGET:,} plans")
+    check_budget(args.budget, "--budget")
     check_out_dir(args.out or DEFAULT_OUT_ROOT, "--out")
     model, shape = model_and_shape(args)
     result = optimize(model, hw=args.hw, scheme=args.scheme, search=args.search,

@@ -21,13 +21,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from fusion_dse.outputs import atomic_dir
-from fusion_dse.pipeline import DEFAULT_EXACT_TIME_LIMIT, RunSpec, exact_caps, run_pipeline
+from fusion_dse.pipeline import RunSpec, exact_caps, run_pipeline
 from search.exact.solver import DEFAULT_CAPS
 from search.result import SearchResult
-from search.substitution.stages import DEFAULT_STAGES
 from simulator.errors import InputError
 from simulator.hw import HardwareConfig
-from simulator.scheme import DEFAULT_SCHEME, Scheme
+from simulator.scheme import Scheme
 from simulator.workload.graph import ComputeGraph
 
 if TYPE_CHECKING:
@@ -36,24 +35,25 @@ if TYPE_CHECKING:
 __all__ = ["optimize", "plan_document", "write_outputs"]
 
 
-def optimize(model: str | ComputeGraph, hw: str | HardwareConfig = "edge-npu",
-             scheme: str | Scheme = DEFAULT_SCHEME, search: str = "auto", repair: str = "random",
-             budget: int = 2000, seed: int = 0, objectives: str | Sequence[str] = ("dram",),
+def optimize(model: str | ComputeGraph, hw: str | HardwareConfig = RunSpec.hw,
+             scheme: str | Scheme = RunSpec.scheme, search: str = RunSpec.search,
+             repair: str = RunSpec.repair, budget: int = RunSpec.budget,
+             seed: int = RunSpec.seed, objectives: str | Sequence[str] = RunSpec.objectives,
              overrides: Mapping[str, Any] | None = None,
              progress: bool | Callable[[int, int | None], None] = False,
              input_shape: str | None = None,
-             explained_edges: int | None = None, keep_baseline: bool = True,
-             exact_time_limit: float | None = DEFAULT_EXACT_TIME_LIMIT,
-             compute_optimum: bool = True,
-             graph_stages: str | Sequence[str] | None = DEFAULT_STAGES,
-             substitution: str = "sampling",
+             explained_edges: int | None = None, keep_baseline: bool = RunSpec.keep_baseline,
+             exact_time_limit: float | None = RunSpec.exact_time_limit,
+             compute_optimum: bool = RunSpec.compute_optimum,
+             graph_stages: str | Sequence[str] | None = RunSpec.graph_stages,
+             substitution: str = RunSpec.substitution,
              exact_max_costed: int | None = DEFAULT_CAPS.max_costed) -> SearchResult:
     """Find the valid partition plan of `model` with the least DRAM traffic.
 
     Args:
         model: Zoo name, .onnx or graph .json path, ``module:callable``, or a graph.
         hw: Hardware preset name, YAML path or configuration.
-        scheme: Fusion dataflow, LBDF or BRR (`Scheme` or its name).
+        scheme: Fusion dataflow, LBDF, BRR or hybrid (`Scheme` or its name).
         search: Name in `search.registry.SEARCHES`: ``auto`` (the exact optimum where the
             solver proves it within its work caps, else local search seeded with the best plan
             the capped solver found), ``exact``, ``rs`` (random), ``ls`` (local) or ``nsga2``.

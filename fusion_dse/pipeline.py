@@ -37,26 +37,27 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from tqdm import tqdm
 
 from fusion_dse.api import resolve_hw
+from fusion_dse.runspec import RunSpec
 from search.baselines import Baseline, reference_baselines
-from search.budget import SearchState, Termination, as_termination
+from search.budget import SearchState, Termination
 from search.exact.solver import DEFAULT_CAPS, ExactCaps, ExactResult, optimum
-from search.problem import SearchProblem, problem_settings
-from search.registry import DEFAULT_EXACT_TIME_LIMIT, REPAIRS, SEARCHES
+from search.problem import SearchProblem
+from search.registry import DEFAULT_EXACT_TIME_LIMIT
 from search.result import Optimum, SearchResult
 from search.splitter import Splitter
-from search.substitution.stages import DEFAULT_STAGES, StagedGraph, parse_stages, run_stages
+from search.substitution.stages import StagedGraph, run_stages
 from simulator.cost import CostCache, PlanCost, evaluate_plan, plan_totals
 from simulator.errors import InputError
 from simulator.hw import HardwareConfig
 from simulator.plan import PartitionPlan
-from simulator.scheme import DEFAULT_SCHEME, Scheme
+from simulator.scheme import Scheme
 from simulator.workload.graph import ComputeGraph
 from simulator.workload.loader import check_spec, load
 
@@ -84,62 +85,6 @@ _PROVEN_SIZE = 32
 recent last."""
 
 _MIB = 2**20
-
-
-@dataclass(frozen=True)
-class RunSpec:
-    """What one run is asked to do (the arguments of `fusion_dse.optimization.optimize`).
-
-    Attributes:
-        model: Zoo name, .onnx or graph .json path, ``module:callable``, or a graph.
-        hw: Hardware preset name, YAML path or configuration.
-        scheme: Fusion dataflow.
-        search: Name in `search.registry.SEARCHES` (``auto``: exact when proven within the
-            work caps, else seeded local search).
-        repair: Name in `search.registry.REPAIRS`.
-        budget: Plans to propose and evaluate.
-        seed: Seed of the run's generator.
-        objectives: Objective names (a string or a sequence).
-        overrides: Hardware overrides.
-        input_shape: Input shape override for `model`.
-        explained_edges: Explained edges an explanation-guided repair considers per group
-            (None: the repair's default).
-        keep_baseline: Explanation-guided repairs keep the random split when cheaper.
-        exact_time_limit: Opt-in wall-clock limit of the exact solver (``exact``, ``auto``
-            and the ``optimum`` of every run), seconds; None (the default) for none: the solver
-            stops on `exact_caps` alone and its answer is the same on any machine.
-        exact_caps: Work caps of the exact solver (None: `search.exact.solver.DEFAULT_CAPS`).
-        compute_optimum: Compute the ``optimum`` reference (False: "not computed").
-        graph_stages: Graph stages run before the search (``none``, ``all`` or a comma list
-            of ``fuse``, ``fission``, ``substitute``; `search.substitution.stages`).
-        substitution: The substitute stage's search (``sampling``, ``dpp``, ``pruning``,
-            ``greedy``).
-    """
-
-    model: str | ComputeGraph
-    hw: str | HardwareConfig = "edge-npu"
-    scheme: str | Scheme = DEFAULT_SCHEME
-    search: str = "auto"
-    repair: str = "random"
-    budget: int = 2000
-    seed: int = 0
-    objectives: str | Sequence[str] = ("dram",)
-    overrides: Mapping[str, Any] | None = None
-    input_shape: str | None = None
-    explained_edges: int | None = None
-    keep_baseline: bool = True
-    exact_time_limit: float | None = DEFAULT_EXACT_TIME_LIMIT
-    compute_optimum: bool = True
-    graph_stages: str | Sequence[str] | None = DEFAULT_STAGES
-    substitution: str = "sampling"
-    exact_caps: ExactCaps | None = None
-
-    def repair_options(self) -> dict[str, Any]:
-        """Options for the repair's factory (a repair takes those it declares)."""
-        options: dict[str, Any] = {"keep_baseline": self.keep_baseline}
-        if self.explained_edges is not None:
-            options["max_edges"] = self.explained_edges
-        return options
 
 
 def load_stage(spec: RunSpec) -> tuple[ComputeGraph, HardwareConfig]:
@@ -319,16 +264,9 @@ def run_pipeline(spec: RunSpec, progress: bool | ProgressFn = False,
         InputError: bad input of any kind (names, seed, budget, dataflow, objectives, the
             model's name and the hardware before the network is loaded).
     """
-    seed, termination = _check_seed(spec.seed), as_termination(spec.budget)
-    time_limit = _check_time_limit(spec.exact_time_limit)
-    caps = DEFAULT_CAPS if spec.exact_caps is None else spec.exact_caps
-    if not isinstance(caps, ExactCaps):
-        raise InputError(f"the exact solver's caps must be an ExactCaps or None, got "
-                         f"{type(caps).__name__}")
-    search = SEARCHES.get(spec.search)
-    splitter = REPAIRS.create(spec.repair, **spec.repair_options())
-    parse_stages(spec.graph_stages)
-    problem_settings(spec.scheme, spec.objectives)
+    run = spec.checked()  # every setting, before anything is loaded
+    seed, termination, time_limit, caps = run.seed, run.termination, run.time_limit, run.caps
+    search, splitter = run.search, run.splitter
     graph, hw = load_stage(spec)
     staged = rewrite_stage(spec, graph, hw)
     problem = problem_stage(spec, graph_stages(staged.graph, stages), hw, splitter)
@@ -347,16 +285,6 @@ def run_pipeline(spec: RunSpec, progress: bool | ProgressFn = False,
                         spec_name)
 
 
-def _check_time_limit(limit: Any) -> float | None:
-    if limit is None:
-        return None
-    if isinstance(limit, bool) or not isinstance(limit, (int, float, np.integer, np.floating)) \
-            or not limit > 0:
-        raise InputError(f"the exact solver's time limit must be a positive number of "
-                         f"seconds or None, got {limit!r}")
-    return float(limit)
-
-
 def exact_caps(max_costed: Any = DEFAULT_CAPS.max_costed) -> ExactCaps:
     """The default work caps with `max_costed` sets costed (None: no costing cap).
 
@@ -368,12 +296,6 @@ def exact_caps(max_costed: Any = DEFAULT_CAPS.max_costed) -> ExactCaps:
         raise InputError(f"the exact solver's costing cap must be a positive number of sets "
                          f"or None, got {max_costed!r}")
     return replace(DEFAULT_CAPS, max_costed=None if max_costed is None else int(max_costed))
-
-
-def _check_seed(seed: Any) -> int:
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise InputError(f"seed must be a non-negative integer, got {seed!r}")
-    return int(seed)
 
 
 @contextmanager

@@ -40,7 +40,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from search.substitution.stages import DEFAULT_STAGES
+from fusion_dse.runspec import run_defaults
 from simulator import limits
 from simulator.errors import InputError
 
@@ -68,9 +68,9 @@ AXES = ("model", "hw", "scheme", "search", "repair", "objectives", "budget", "se
 _ALIASES = {"models": "model", "schemes": "scheme", "searches": "search", "repairs": "repair",
             "seeds": "seed", "budgets": "budget", "buffers": "buffer", "hws": "hw",
             "stages": "graph_stages"}
-_DEFAULTS: dict[str, Any] = {"hw": "edge-npu", "scheme": "lbdf", "search": "auto",
-                             "repair": "random", "objectives": "dram", "budget": 2000,
-                             "seed": 0, "input_shape": None, "graph_stages": DEFAULT_STAGES}
+_DEFAULTS: dict[str, Any] = {axis: run_defaults()[f"run.{axis}"] for axis in AXES
+                             if axis != "model"}
+"""A point's settings its axes leave out: a run's defaults (`fusion_dse.runspec.RunSpec`)."""
 _INT_AXES = {"budget", "seed", "dtype_bytes", "dram_latency", "macs_per_cycle"}
 _SIZE_AXES = {"buffer", "buffer_bytes"}
 _RANGE = re.compile(r"^(?P<lo>[^.]+?)\s*\.\.\s*(?P<hi>[^:]+?)\s*(?::\s*(?P<step>x?[\d.eE+-]+))?$")
@@ -552,22 +552,21 @@ def _model_problem(model: str) -> str | None:
 
 def _checks() -> dict[str, Any]:
     """Value checks per run axis: each raises InputError for a bad value."""
+    from fusion_dse.runspec import check_budget, check_seed
     from search import PlanBudget
     from search.problem import parse_objectives
     from search.registry import REPAIRS, SEARCHES
     from simulator.scheme import Scheme
 
     def seed(value: Any) -> None:
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        if not isinstance(value, int):  # a run takes numpy integers too; a spec's are plain
             raise InputError(f"seed must be a non-negative integer, got {limits.shown(value)}")
-        if value > limits.MAX_SEED:
-            raise InputError(f"seed {value:,} is over the limit of {limits.MAX_SEED:,} "
-                             "(2^63 - 1)")
+        check_seed(value)
 
     def budget(value: Any) -> None:
         if isinstance(value, bool) or not isinstance(value, int):
             raise InputError(f"budget must be a positive integer, got {limits.shown(value)}")
-        PlanBudget(value)
+        PlanBudget(check_budget(value))
 
     def input_shape(value: Any) -> None:
         dims = str(value).split(",")

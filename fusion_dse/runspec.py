@@ -1,0 +1,194 @@
+"""`RunSpec`: every setting of one run, with its default and its check, in one place.
+
+The command line (`optimize`, and the defaults of `evaluate`, `simulate`, `compare` and
+`sweep`), `fusion_dse.optimization.optimize`, sweep points and plan files all build or read a
+`RunSpec`; the defaults are its field defaults (`run_defaults` gives them as the command line
+shows them, read by ``cli.toml`` through ``default_from = "run.FIELD"``), and `RunSpec.checked`
+checks and casts every setting once, before anything is loaded (names by their registries,
+the dataflow and objectives by `search.problem.problem_settings`, the seed and the budget by
+`check_seed` and `check_budget`, which the command line and sweep specs call too). Nothing is
+imported here that an input check must not wait for.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, fields
+from typing import TYPE_CHECKING, Any
+
+from search.registry import DEFAULT_EXACT_TIME_LIMIT
+from search.substitution.stages import DEFAULT_STAGES
+from simulator import limits
+from simulator.errors import InputError
+from simulator.scheme import DEFAULT_SCHEME, Scheme
+
+if TYPE_CHECKING:
+    from search.budget import Termination
+    from search.exact.solver import ExactCaps
+    from search.registry import Strategy
+    from search.splitter import Splitter
+    from simulator.hw import HardwareConfig
+    from simulator.workload.graph import ComputeGraph
+
+__all__ = ["CheckedRun", "RunSpec", "check_budget", "check_seed", "run_defaults"]
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """What one run is asked to do (the arguments of `fusion_dse.optimization.optimize`).
+
+    Attributes:
+        model: Zoo name, .onnx or graph .json path, ``module:callable``, or a graph.
+        hw: Hardware preset name, YAML path or configuration.
+        scheme: Fusion dataflow (a searchable scheme: LBDF, BRR, hybrid, or one registered).
+        search: Name in `search.registry.SEARCHES` (``auto``: exact when proven within the
+            work caps, else seeded local search).
+        repair: Name in `search.registry.REPAIRS`.
+        budget: Plans to propose and evaluate (1..`simulator.limits.MAX_BUDGET`).
+        seed: Seed of the run's generator (0..`simulator.limits.MAX_SEED`).
+        objectives: Objective names (a string or a sequence).
+        overrides: Hardware overrides.
+        input_shape: Input shape override for `model`.
+        explained_edges: Explained edges an explanation-guided repair considers per group
+            (None: the repair's default).
+        keep_baseline: Explanation-guided repairs keep the random split when cheaper.
+        exact_time_limit: Opt-in wall-clock limit of the exact solver (``exact``, ``auto``
+            and the ``optimum`` of every run), seconds; None (the default) for none: the solver
+            stops on `exact_caps` alone and its answer is the same on any machine.
+        compute_optimum: Compute the ``optimum`` reference (False: "not computed").
+        graph_stages: Graph stages run before the search (``none``, ``all`` or a comma list
+            of ``fuse``, ``fission``, ``substitute``; `search.substitution.stages`).
+        substitution: The substitute stage's search (``sampling``, ``dpp``, ``pruning``,
+            ``greedy``).
+        exact_caps: Work caps of the exact solver (None: `search.exact.solver.DEFAULT_CAPS`).
+    """
+
+    model: str | ComputeGraph
+    hw: str | HardwareConfig = "edge-npu"
+    scheme: str | Scheme = DEFAULT_SCHEME
+    search: str = "auto"
+    repair: str = "random"
+    budget: int = 2000
+    seed: int = 0
+    objectives: str | Sequence[str] = ("dram",)
+    overrides: Mapping[str, Any] | None = None
+    input_shape: str | None = None
+    explained_edges: int | None = None
+    keep_baseline: bool = True
+    exact_time_limit: float | None = DEFAULT_EXACT_TIME_LIMIT
+    compute_optimum: bool = True
+    graph_stages: str | Sequence[str] | None = DEFAULT_STAGES
+    substitution: str = "sampling"
+    exact_caps: ExactCaps | None = None
+
+    def repair_options(self) -> dict[str, Any]:
+        """Options for the repair's factory (a repair takes those it declares)."""
+        options: dict[str, Any] = {"keep_baseline": self.keep_baseline}
+        if self.explained_edges is not None:
+            options["max_edges"] = self.explained_edges
+        return options
+
+    def checked(self) -> CheckedRun:
+        """Every setting checked and cast, in the order a user meets them, before anything is
+        loaded: seed, budget, the exact solver's limit and caps, search, repair (made),
+        graph stages, dataflow and objectives (the model and the hardware are checked by the
+        load stage, name first).
+
+        Raises:
+            InputError: the first bad setting, quoted.
+        """
+        from search.budget import as_termination
+        from search.problem import problem_settings
+        from search.registry import REPAIRS, SEARCHES
+        from search.substitution.stages import parse_stages
+
+        seed = check_seed(self.seed)
+        termination = as_termination(check_budget(self.budget))
+        time_limit = _check_time_limit(self.exact_time_limit)
+        caps = _check_caps(self.exact_caps)
+        search = SEARCHES.get(self.search)
+        splitter = REPAIRS.create(self.repair, **self.repair_options())
+        parse_stages(self.graph_stages)
+        scheme, objectives = problem_settings(self.scheme, self.objectives)
+        return CheckedRun(seed, termination, time_limit, caps, search, splitter, scheme,
+                          objectives)
+
+
+@dataclass(frozen=True)
+class CheckedRun:
+    """A `RunSpec`'s settings as the pipeline uses them (`RunSpec.checked`)."""
+
+    seed: int
+    termination: Termination
+    time_limit: float | None
+    caps: ExactCaps
+    search: Strategy
+    splitter: Splitter
+    scheme: Scheme
+    objectives: tuple[str, ...]
+
+
+def check_seed(seed: Any) -> int:
+    """`seed` as an int in 0..`simulator.limits.MAX_SEED`.
+
+    Raises:
+        InputError: not a non-negative integer, or over the limit.
+    """
+    import numpy as np
+
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise InputError(f"seed must be a non-negative integer, got {limits.shown(seed)}")
+    if seed > limits.MAX_SEED:
+        raise InputError(f"seed {seed:,} is over the limit of {limits.MAX_SEED:,} (2^63 - 1)")
+    return int(seed)
+
+
+def check_budget(budget: Any, name: str = "budget") -> Any:
+    """`budget` unless it is an integer over `simulator.limits.MAX_BUDGET` plans (`name`: how
+    the caller calls it, e.g. ``--budget``); its other checks are `search.budget`'s, where it
+    becomes a termination.
+
+    Raises:
+        InputError: over the limit.
+    """
+    if isinstance(budget, int) and not isinstance(budget, bool) and budget > limits.MAX_BUDGET:
+        raise InputError(f"{name} {budget:,} is over the limit of {limits.MAX_BUDGET:,} plans")
+    return budget
+
+
+def run_defaults() -> dict[str, Any]:
+    """The default of every setting as the command line shows it, keyed ``run.FIELD`` (what
+    ``cli.toml``'s ``default_from`` names): objectives comma-joined, the scheme its name."""
+    out: dict[str, Any] = {}
+    for f in fields(RunSpec):
+        if f.name == "model":
+            continue
+        value = f.default
+        if isinstance(value, tuple):
+            value = ",".join(value)
+        elif isinstance(value, Scheme):
+            value = str(value)
+        out[f"run.{f.name}"] = value
+    return out
+
+
+def _check_time_limit(limit: Any) -> float | None:
+    import numpy as np
+
+    if limit is None:
+        return None
+    if isinstance(limit, bool) or not isinstance(limit, (int, float, np.integer, np.floating)) \
+            or not limit > 0:
+        raise InputError(f"the exact solver's time limit must be a positive number of "
+                         f"seconds or None, got {limit!r}")
+    return float(limit)
+
+
+def _check_caps(caps: Any) -> ExactCaps:
+    from search.exact.solver import DEFAULT_CAPS, ExactCaps
+
+    caps = DEFAULT_CAPS if caps is None else caps
+    if not isinstance(caps, ExactCaps):
+        raise InputError(f"the exact solver's caps must be an ExactCaps or None, got "
+                         f"{type(caps).__name__}")
+    return caps
