@@ -126,6 +126,8 @@ class _Heuristic:
         self.base = np.where(fus, (np.array(growth.weights, dtype=np.int64)
                                    + np.where([o in graph.output_set for o in range(n)],
                                               out, 0)) * d, 0)
+        # BRR: the weights an op streams at least (`streaming_floors`); 0 elsewhere
+        self.stream = np.where(fus, np.array(streaming_floors(growth), dtype=np.int64), 0)
         excluded = 0
         for o in range(n):
             if growth.drop_mask >> o & 1:
@@ -170,7 +172,7 @@ class _Heuristic:
         self.written = np.array(written, dtype=bool)
         self.unf_reader = np.array(unf_reader, dtype=bool)
         self.netout = np.array(netout, dtype=bool)
-        self.cache: dict[int, tuple[int, int]] = {}
+        self.cache: dict[int, tuple[tuple[int, int], int]] = {}
 
     def _count(self, key: str, unplaced: np.ndarray) -> np.ndarray:
         cs = np.concatenate(([0], np.cumsum(unplaced[self.flat[key]], dtype=np.int64)))
@@ -178,6 +180,16 @@ class _Heuristic:
         return cs[st[1:]] - cs[st[:-1]]
 
     def __call__(self, placed: int) -> tuple[int, int]:
+        """(DRAM, cycles) left at least after `placed`, the weight streaming floors
+        included in the DRAM."""
+        return self._both(placed)[0]
+
+    def compulsory(self, placed: int) -> int:
+        """The DRAM part of the bound without the weight streaming floors (what the
+        incumbent's bound adds a set's own streaming to, docs/exact.md)."""
+        return self._both(placed)[1]
+
+    def _both(self, placed: int) -> tuple[tuple[int, int], int]:
         hit = self.cache.get(placed)
         if hit is not None:
             return hit
@@ -195,9 +207,11 @@ class _Heuristic:
             write = ((reads > 0) | self.unf_reader) & ~self.netout
             traffic = np.where(pending, reads + write, done_reads)
             dram += int(self.size @ traffic)
+        # the cycles bound reads the compulsory part only (as proven before the floors)
         cycles = max(int(self.macs @ unplaced) // self.macs_per_cycle,
                      int(dram // self.bandwidth) + (self.latency if dram else 0))
-        self.cache[placed] = out = (dram, cycles)
+        stream = int(self.stream @ unplaced)
+        self.cache[placed] = out = ((dram + stream, cycles), dram)
         return out
 
 
@@ -271,7 +285,7 @@ class _Search:
         self.anc = g.closure.anc
         self.start_h = 0  # the incumbent's bound while the heuristic is built: plan >= 0 + ...
         self.h = _Heuristic(self.graph, g, self._never)
-        self.start_h = self.h(0)[0]
+        self.start_h = self.h.compulsory(0)
         self.known: dict[int, Candidate | None] = {}
         self.fit: dict[int, int | None] = {}
         self.touched: set[int] = set()
@@ -401,7 +415,7 @@ class _Search:
         seen: set[int] = set()
         # a set placed here costs at least its lower bound, so a plan through here holding it
         # costs at least g + h of here plus the set's weight re-reads (`_dead`)
-        floor = self.g[placed][0] + self.h(placed)[0]
+        floor = self.g[placed][0] + self.h.compulsory(placed)
         for z in self._reduced(placed):
             e = g._single(z)
             if e[0] not in seen:
@@ -517,6 +531,29 @@ class _Search:
 
 
 _MISSING = object()
+
+
+def streaming_floors(growth: _Growth) -> list[int]:
+    """Per op o, bytes that every BRR group holding o reads beyond its compulsory traffic:
+    phi(o) = max(0, W(o) + res[o] - buffer) x max(0, tiles[o] - 1) x dtype bytes, with tiles
+    and res the op's fit floors (`simulator.cost.brr.fit_floors`); all 0 under the other
+    dataflows.
+
+    Over the ops of any set S that runs, sum phi(o) <= max(0, excess(S)) x (max tiles - 1),
+    the streaming term of `CandidateSpace.lb_fit`: with P the ops of S where W(o) + res[o] >
+    buffer, sum over P of (W(o) + res[o] - buffer) <= W(P) + max_P res - buffer (each other
+    term res - buffer is <= 0: res[o] <= buffer for an op that fits) <= excess(S), and each
+    tiles[o] - 1 <= max tiles - 1. The bound holds for a singleton as well (the fit floors
+    hold for every group holding o; an unfusable op, run alone layer by layer, is excluded by
+    the caller). So the F_D of every set that runs is at least its compulsory traffic plus the
+    sum of its ops' phi, which keeps the heuristic consistent with phi of the unplaced ops
+    added (docs/exact.md, "Heuristic")."""
+    if not growth.scheme.tiled:
+        return [0] * len(growth.weights)
+    limit = growth.hw.buffer_bytes // growth.hw.dtype_bytes
+    return [max(0, w + r - limit) * max(0, t - 1) * growth.hw.dtype_bytes
+            for w, r, t in zip(growth.weights, growth.floor_res, growth.floor_tiles,
+                               strict=True)]
 
 
 def _find(parent: dict[int, int], x: int) -> int:

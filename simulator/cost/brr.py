@@ -803,8 +803,9 @@ def _op_activations(graph: ComputeGraph) -> np.ndarray:
 def _least_rows_any(graph: ComputeGraph) -> np.ndarray:
     """m[o, T-1] <= the rows of o's tensor that every tile of T tiles needs, in every BRR group
     holding o: ``floor(H/T)`` where o's tensor leaves the group, which it always does for a
-    network output; else some reader c of it is in the group, needing m_T(c) rows at least,
-    so ``min over readers c of win_c(m_T(c))`` (0 for an op nobody reads)."""
+    network output; else every reader c of it is in the group (a tensor leaves when one of
+    its readers is outside), each needing m_T(c) rows at least, so ``max over readers c of
+    win_c(m_T(c))``; the smaller of the two (0 for an op nobody reads)."""
     deps = row_deps(graph)
     tallest = max([*deps.height_of.values(), 1])
     tiles = np.arange(1, tallest + 1, dtype=np.int64)
@@ -815,10 +816,10 @@ def _least_rows_any(graph: ComputeGraph) -> np.ndarray:
         if op.id in graph.output_set or not readers:
             least[op.id] = own if op.id in graph.output_set else 0
             continue
-        row = own
+        row = np.zeros_like(own)
         for c in readers:
-            row = np.minimum(row, _read_by(graph, c, op.id, least[c], tiles))
-        least[op.id] = row
+            row = np.maximum(row, _read_by(graph, c, op.id, least[c], tiles))
+        least[op.id] = np.minimum(own, row)
     return least
 
 
