@@ -69,6 +69,18 @@ def _gap(summary: Any) -> float | None:
     return float(gap) if isinstance(gap, int | float) else None
 
 
+def _input_of(summary: Any) -> str:
+    """``1x3x224x224`` from a summary's ``input_shapes`` ('' for summaries without it)."""
+    try:
+        doc = json.loads(summary) if isinstance(summary, str) else {}
+    except ValueError:
+        return ""
+    shapes = doc.get("input_shapes") if isinstance(doc, dict) else None
+    if not isinstance(shapes, list):
+        return ""
+    return ", ".join("x".join(map(str, s)) for s in shapes if isinstance(s, list))
+
+
 def _missing(value: Any) -> bool:
     import pandas as pd
 
@@ -98,7 +110,8 @@ def point_rows(frame: pd.DataFrame) -> list[dict[str, Any]]:
         plan = p.get("plan")
         buffer = whole("buffer_bytes")
         rows.append({
-            "id": str(p["key"])[:12], "model": text("model"), "input": text("input_shape"),
+            "id": str(p["key"])[:12], "model": text("model"),
+            "input": text("input_shape") or _input_of(p.get("summary")),
             "hw": text("hw_name") or text("hw"), "buffer": buffer,
             "buffer_text": "" if buffer is None else size_text(buffer),
             "scheme": text("scheme").upper(),
@@ -291,6 +304,7 @@ nav a { margin-right: 1em; }
 .figure svg, .plan svg { max-width: 100%; height: auto; }
 table { border-collapse: collapse; font-size: 0.85em; }
 th, td { border-bottom: 1px solid #ddd; padding: 0.25em 0.6em; text-align: right; }
+td { white-space: nowrap; }
 th { cursor: pointer; background: #f4f4f4; position: sticky; top: 0; }
 th.asc::after { content: " \\25B2"; } th.desc::after { content: " \\25BC"; }
 td:nth-child(-n+7) { text-align: left; }

@@ -117,11 +117,12 @@ def _run_sweep(args: argparse.Namespace) -> str:
 
 def results_text(store: Path, points: list) -> list[str]:  # noqa: ANN001 - sweep Points
     """What a sweep found, not only how many points ran: per model, buffer and dataflow, the
-    least DRAM of the finished points of `points` and its gap to the optimum, then where
-    the figures and the page are (empty when nothing finished)."""
+    least DRAM of the finished points of `points` (the plan each wrote: the best its run
+    computed) and its gap to the optimum, then where the figures and the page are (empty when
+    nothing finished)."""
     import pandas as pd
 
-    from fusion_dse.figure_style import search_label, size_text
+    from fusion_dse.figure_style import size_text
     from fusion_dse.sweep import load_sweep
     from fusion_dse.sweep.store import point_key
 
@@ -136,7 +137,6 @@ def results_text(store: Path, points: list) -> list[str]:  # noqa: ANN001 - swee
         "model": best["model"], "buffer": [size_text(b) for b in best["buffer_bytes"]],
         "dataflow": best["scheme"].str.upper(),
         "best DRAM (MiB)": [f"{v / 2**20:.3f}" for v in best["dram_bytes"]],
-        "by": [search_label(None if pd.isna(s) else s, None) for s in best["search"]],
         "gap to optimum": ["" if pd.isna(g) else f"{100 * g:+.2f} %"
                            for g in best["gap_to_optimum"]]})
     shown = table.head(_RESULT_ROWS).to_string(index=False)

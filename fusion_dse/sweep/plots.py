@@ -201,8 +201,14 @@ def budget_figure(frame: pd.DataFrame) -> tuple[Figure, pd.DataFrame]:
                         f"{_caption(frame)}")
     for ax, (model, buffer) in zip(axes, cells, strict=True):
         cell = data[(data["model"] == model) & (data["buffer_bytes"] == buffer)]
+        last = int(cell["evaluation"].max())
         for run, part in cell.groupby(_RUN):
             color = color_of(tuple(run), runs)
+            if len(part) == 1:  # one plan: the optimum proven at plan 1, level to the end
+                ax.plot([1, max(last, 2)], mib(part["mean"].iloc[[0, 0]]), color=color,
+                        ls="--", marker="o", markevery=[0], label=f"{run_label(*run)} "
+                        "(one plan)")
+                continue
             ax.step(part["evaluation"], mib(part["mean"]), where="post", color=color,
                     label=run_label(*run))
             ax.fill_between(part["evaluation"], mib(part["min"]), mib(part["max"]),
