@@ -24,7 +24,8 @@ slice               ``axis``, ``start``, ``end``, ``step`` (required; ints or eq
 resize              ``mode`` (default "nearest"), ``align_corners``
 pad                 ``mode`` ("constant", "reflect", "replicate", "circular"), ``value``
 transpose           ``perm`` (transpose/permute), ``upscale_factor`` (pixel shuffle),
-                    ``downscale_factor`` (pixel unshuffle), ``groups`` (channel shuffle)
+                    ``downscale_factor`` (pixel unshuffle), ``groups`` (channel shuffle),
+                    ``axis`` and ``indices`` (gather: constant indices along one axis)
 any op              ``epilogue``: activation texts applied in order to the op's output
 ==================  ==========================================================================
 
@@ -33,6 +34,7 @@ Parameter formats (float32):
 - conv / dwconv: ``weight`` (C_out, C_in/groups, kh, kw); ``bias`` (C_out,) present iff the op's
   ``weight_elems`` exceeds the weight's numel.
 - linear: ``weight`` (out_features, in_features), ``bias`` likewise; applied on the last axis.
+  op_type ``embedding``: ``weight`` (attr ``num_embeddings``, dim), read at the input's ids.
 - batchnorm: ``scale`` (C,), ``shift`` (C,): ``y = x * scale[c] + shift[c]``.
 - norm (when ``affine``): ``weight`` and, iff the op's ``weight_elems`` exceeds the weight's
   numel, ``bias``: per channel (C,) for groupnorm, the normalised shape for layernorm / rmsnorm
@@ -259,6 +261,8 @@ def param_shapes(op: Op) -> dict[str, tuple[int, ...]]:
         if op.weight_elems > math.prod(weight):
             shapes["bias"] = (op.output_shape[1],)
         return shapes
+    if op.kind is OpKind.LINEAR and op.op_type == "embedding":
+        return {"weight": (int(op.attr("num_embeddings", 1)), op.output_shape[-1])}
     if op.kind is OpKind.LINEAR:
         weight = (op.output_shape[-1], op.input_shapes[0][-1])
         shapes = {"weight": weight}
@@ -444,6 +448,8 @@ def _conv(op: Op, args: list[torch.Tensor], p: Mapping[str, torch.Tensor]) -> to
 
 
 def _linear(op: Op, args: list[torch.Tensor], p: Mapping[str, torch.Tensor]) -> torch.Tensor:
+    if op.op_type == "embedding":  # token ids (any dtype) read rows of the table
+        return F.embedding(args[0].round().long(), p["weight"])
     return F.linear(args[0], p["weight"], p.get("bias"))
 
 
@@ -600,6 +606,9 @@ def _transpose(op: Op, args: list[torch.Tensor], p: Mapping[str, torch.Tensor]) 
         n, c, *rest = x.shape
         return x.reshape(n, int(groups), c // int(groups), *rest).transpose(1, 2) \
             .reshape(x.shape)
+    if kind == "gather":  # constant indices along one axis (a roll, a window reorder)
+        index = torch.tensor(_as_tuple(op.attr("indices")), dtype=torch.long)
+        return x.index_select(int(op.attr("axis", 0)) % x.dim(), index)
     perm = op.attr("perm")
     if perm is None:
         raise ExecutionError("transpose has no perm recorded (re-import the model)")

@@ -24,7 +24,12 @@ from types import ModuleType
 from typing import Any
 
 from simulator import limits
-from simulator.workload.errors import InputShapeError, ModelFileError, UnknownModelError
+from simulator.workload.errors import (
+    InputShapeError,
+    ModelFileError,
+    UnknownModelError,
+    UnsupportedOpError,
+)
 from simulator.workload.graph import ComputeGraph
 from simulator.workload.input_shape import check_input_shape
 from simulator.workload.zoo_catalog import catalog, resolution_shape
@@ -250,10 +255,24 @@ def _load_callable(spec: str, shape: tuple[int, ...] | None,
         raise UnknownModelError(f"module {module_name!r} has no attribute {attr!r} "
                                 f"(model {spec!r})") from None
     module = _build(factory, spec)
+    return import_module_graph(module, shape or DEFAULT_INPUT_SHAPE, attr, allow_opaque)
+
+
+def import_module_graph(module: object, shape: tuple[int, ...], name: str,
+                        allow_opaque: bool = False) -> ComputeGraph:
+    """A user's module imported through ``torch.export`` (`export_import.from_export`), or
+    through torch.fx (`torch_import.from_torch`) where torch.export cannot export or convert
+    it and torch.fx can; when neither imports it, torch.export's one-line reason."""
+    from simulator.workload.export_import import from_export
     from simulator.workload.torch_import import from_torch
 
-    return from_torch(module, shape or DEFAULT_INPUT_SHAPE, name=attr,
-                      allow_opaque=allow_opaque)
+    try:
+        return from_export(module, shape, name=name, allow_opaque=allow_opaque)
+    except UnsupportedOpError as err:
+        try:
+            return from_torch(module, shape, name=name, allow_opaque=allow_opaque)
+        except (UnsupportedOpError, InputShapeError):
+            raise err from None
 
 
 def _build(factory: object, spec: str):  # noqa: ANN202 - torch.nn.Module
