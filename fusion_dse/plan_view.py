@@ -230,6 +230,9 @@ def draw_plan(ax: Axes, ev: Evaluation, layout: PlanLayout,
                 ax.add_patch(FancyBboxPatch(box[:2], box[2], box[3],
                                             boxstyle="round,pad=0,rounding_size=0.2", **style))
             first = r == min(by_row)
+            if not first:  # the group goes on from the row above
+                ax.text(box[0] + 0.05, box[1] - 0.06, f"G{k} (cont.)", fontsize=5.5,
+                        va="bottom", ha="left", color="0.35", zorder=3)
             if first:
                 ax.text(box[0] + 0.05, box[1] - 0.06, label, fontsize=5.5, va="bottom",
                         ha="left", color="black" if chosen else "0.4", zorder=3,

@@ -251,8 +251,9 @@ def report_html(store: str | Path, max_plans: int = MAX_PLAN_DRAWINGS) -> str:
                       for d, svg in drawings.items())
     more = (f'<p class="note">{left_out} more distinct plans are not drawn (at most '
             f"{max_plans}).</p>") if left_out else ""
-    parts.append(f'<section id="plans"><h2>Plan</h2><p id="plan-none" class="note">No point '
-                 f"chosen yet: click a row of the table.</p>{more}{figures}</section>")
+    parts.append(f'<section id="plans"><h2>Plan</h2><p id="plan-caption" class="meta"></p>'
+                 '<p id="plan-none" class="note">No point chosen yet: click a row of the '
+                 f"table.</p>{more}{figures}</section>")
     parts.append(f'<script type="application/json" id="data-points">{_json_script(rows)}'
                  "</script>")
     return _PAGE.format(title=html.escape(f"fusion-dse report: {name}"),
@@ -341,6 +342,10 @@ _SCRIPT = """
     row.classList.add("chosen");
     var figure = document.getElementById("plan-" + row.dataset.plan);
     var none = document.getElementById("plan-none");
+    var cells = Array.prototype.map.call(row.cells, function (c) { return c.textContent; });
+    document.getElementById("plan-caption").textContent = "The plan of point " +
+      row.id.replace(/^row-/, "") + ": " + cells.slice(0, 8).filter(Boolean).join(", ") +
+      " (points with the same plan share its drawing)";
     if (figure) { figure.hidden = false; none.hidden = true; }
     else { none.hidden = false; none.textContent = "This point has no plan drawn."; }
     return figure;
