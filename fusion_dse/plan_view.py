@@ -194,8 +194,10 @@ def _short(op_type: str) -> str:
 def draw_plan(ax: Axes, ev: Evaluation, layout: PlanLayout,
               highlight: set[tuple[int, ...]] | None = None) -> list[dict[str, Any]]:
     """Draw the network and the plan's groups on `ax`: each group a rounded region per row it
-    spans, coloured (grey when `highlight` is given and does not hold it), labelled with its
-    number, F_beta and DRAM; returns one record per drawn region (group, row, box, label)."""
+    spans, coloured (grey when `highlight` is given and does not hold it; hatched: an op that
+    fits no group, run alone layer by layer; a thick vermilion edge: over the buffer),
+    labelled with its number, F_beta and DRAM; returns one record per drawn region (group,
+    row, box, label)."""
     from matplotlib.patches import FancyBboxPatch
 
     from fusion_dse.figure_style import OKABE_ITO, mib, size_text
@@ -222,8 +224,9 @@ def draw_plan(ax: Axes, ev: Evaluation, layout: PlanLayout,
             xs, ys = [pos[o][0] for o in ops], [pos[o][1] for o in ops]
             box = (min(xs) - 0.42, min(ys) - 0.42, max(xs) - min(xs) + 0.84,
                    max(ys) - min(ys) + 0.84)
-            style = dict(facecolor=color, alpha=0.28 if chosen else 0.35, edgecolor=color,
-                         lw=1.0, zorder=0)
+            style = dict(facecolor=color, alpha=0.28 if chosen else 0.35,
+                         edgecolor=color if c.fits else "#D55E00", lw=1.0 if c.fits else 2.0,
+                         hatch="////" if c.runs_alone else None, zorder=0)
             if _covers_others(box, set(c.ops), rows_ops[r], pos):
                 _draw_shaped(ax, g, ops, pos, color, style)
             else:
@@ -299,7 +302,7 @@ def plan_figure(ev: Evaluation) -> tuple[Figure, pd.DataFrame]:
         fig = _figure(layout, 1)
         ax = fig.add_subplot()
         regions = draw_plan(ax, ev, layout)
-        fig.suptitle(plan_title(ev, "groups labelled Gk: F_beta, DRAM"))
+        fig.suptitle(plan_title(ev, "groups labelled Gk: F_beta, DRAM; hatched: runs alone"))
     return fig, pd.DataFrame(regions)
 
 
