@@ -2,7 +2,7 @@
 
 A plan file carries its context: `evaluate` and `simulate` cost a plan.json under the scheme,
 hardware and buffer it records (``fusion-dse optimize`` writes them) unless the caller gives
-others, and say so in `Evaluation.notes`.
+others, and say so in `Evaluation.notes` (the precedence rules: `fusion_dse.planfile`).
 
 One graph per comparison: `evaluate` and `simulate` run the same graph stages as
 ``optimize`` (`search.substitution.stages.DEFAULT_STAGES`, ``fuse``, unless told otherwise), so
@@ -19,28 +19,25 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from fusion_dse.planfile import plan_graph, plan_settings
 from search.substitution.stages import (
     DEFAULT_STAGES,
-    graph_digest,
     parse_stages,
-    replay_rewrites,
     run_stages,
 )
 from simulator.cost import CostCache, PlanCost, evaluate_plan
 from simulator.engine import SimReport
 from simulator.engine import simulate as run_simulation
-from simulator.errors import InputError
-from simulator.hw import DEFAULT_PRESET, HardwareConfig, list_presets, load_hw
+from simulator.hw import HardwareConfig, load_hw
 from simulator.partition import violations
 from simulator.plan import (
     PartitionPlan,
     PlanError,
     layer_by_layer,
-    plan_context,
     plan_from_doc,
     read_plan_document,
 )
-from simulator.scheme import DEFAULT_SCHEME, Scheme
+from simulator.scheme import Scheme
 from simulator.workload.graph import ComputeGraph
 from simulator.workload.loader import load
 
@@ -119,94 +116,6 @@ class GraphRecord:
                 "imported_lbl_dram_fuseable_bytes": self.imported_lbl_dram_fuseable_bytes}
 
 
-_BUFFER_KEYS = ("buffer", "buffer_bytes")
-
-
-def _with_plan_context(doc: Any, hw: str | HardwareConfig | None, scheme: str | Scheme | None,
-                       overrides: Mapping[str, Any] | None,
-                       ) -> tuple[HardwareConfig, Scheme, tuple[str, ...]]:
-    """Hardware and scheme for a plan document: the caller's, else those it records."""
-    context, notes = plan_context(doc), []
-    recorded = context.get("scheme")
-    if scheme is None:
-        scheme = _recorded_scheme(recorded) if recorded else DEFAULT_SCHEME
-    else:
-        scheme = Scheme.parse(scheme)
-        if recorded and recorded != str(scheme):
-            notes.append(f"scheme {scheme} overrides the plan's {recorded}")
-    overrides = dict(overrides or {})
-    buffer = context.get("buffer_bytes")
-    given = [overrides[k] for k in _BUFFER_KEYS if overrides.get(k) is not None]
-    if buffer is not None and not given:
-        overrides["buffer"] = buffer
-    if hw is None:
-        config = _recorded_hw(context.get("hw"), context.get("hardware"), overrides)
-    else:
-        config = resolve_hw(hw, overrides)
-        if context.get("hw") and config.name != context["hw"]:
-            notes.append(f"hardware {config.name} overrides the plan's {context['hw']}")
-    if buffer is not None and given and config.buffer_bytes != buffer:
-        notes.append(f"buffer {config.buffer_bytes:,} B overrides the plan's {buffer:,} B")
-    return config, scheme, tuple(notes)
-
-
-def _recorded_scheme(name: str) -> Scheme:
-    try:
-        return Scheme.parse(name)
-    except InputError as err:
-        raise PlanError(f"the plan's scheme: {err}") from err
-
-
-def _recorded_hw(name: str | None, fields: Mapping[str, Any] | None,
-                 overrides: Mapping[str, Any]) -> HardwareConfig:
-    if fields is not None:  # every field recorded: a hardware file need not be given again
-        try:
-            recorded = load_hw(DEFAULT_PRESET).with_overrides(**dict(fields))
-        except InputError as err:
-            raise PlanError(f"the plan's recorded hardware: {err}") from err
-        return recorded.with_overrides(**overrides) if overrides else recorded
-    if name is None:
-        return load_hw(DEFAULT_PRESET, overrides)
-    if name not in list_presets():
-        raise PlanError(f"the plan was made for hardware {name!r}, which is not a preset; "
-                        "give its YAML file with --hw")
-    return load_hw(name, overrides)
-
-
-def plan_graph(graph: ComputeGraph, doc: Any, where: str) -> tuple[ComputeGraph, int]:
-    """The graph a plan document names ops of, and the rewrites replayed to get it.
-
-    A plan made after graph stages records them under ``graph`` (the rewrites and the digest of
-    the rewritten graph): given the model as loaded, its rewrites are replayed; given the
-    rewritten graph itself (the ``graph.json`` written next to plan.json), nothing is.
-
-    Raises:
-        PlanError: the record is malformed, a rewrite does not apply, or the replayed graph is
-            not the one the plan was made on.
-    """
-    record = doc.get("graph") if isinstance(doc, dict) else None
-    if record is None:
-        return graph, 0
-    rewrites = record.get("rewrites") if isinstance(record, dict) else None
-    digest = record.get("digest") if isinstance(record, dict) else None
-    if not isinstance(rewrites, list) or not isinstance(digest, str):
-        raise PlanError(f"{where}: 'graph' must record 'rewrites' (a list) and 'digest'")
-    if graph_digest(graph) == digest:
-        return graph, 0
-    try:
-        rewritten = replay_rewrites(graph, rewrites)
-    except InputError as err:
-        raise PlanError(f"{where} was made on a rewritten graph and its rewrites do not replay "
-                        f"on {graph.name!r} ({err}); give the graph.json written next to it "
-                        "as the model") from None
-    if graph_digest(rewritten) != digest:
-        raise PlanError(f"{where} was made on a rewritten graph; its {len(rewrites)} rewrites "
-                        f"replayed on {graph.name!r} give another graph (digest "
-                        f"{graph_digest(rewritten)}, the plan's {digest}); give the graph.json "
-                        "written next to it as the model")
-    return rewritten, len(rewrites)
-
-
 def evaluate(model: str | ComputeGraph, hw: str | HardwareConfig | None = None,
              scheme: str | Scheme | None = None,
              plan: str | Path | PartitionPlan | None = None,
@@ -240,7 +149,7 @@ def evaluate(model: str | ComputeGraph, hw: str | HardwareConfig | None = None,
         a cycle, or records other graph stages than those given.
     """
     doc = read_plan_document(plan) if isinstance(plan, str | Path) else None
-    config, scheme, notes = _with_plan_context(doc, hw, scheme, overrides)
+    config, scheme, notes = plan_settings(doc, hw, scheme, overrides)
     asked = None if graph_stages is None else parse_stages(graph_stages)
     source = model if isinstance(model, ComputeGraph) else load(model, input_shape,
                                                                 allow_opaque=allow_opaque)

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from fusion_dse.outputs import atomic_dir
 from fusion_dse.pipeline import RunSpec, exact_caps, run_pipeline
+from fusion_dse.planfile import plan_document  # the writer; re-exported
 from search.exact.solver import DEFAULT_CAPS
 from search.result import SearchResult
 from simulator.errors import InputError
@@ -106,35 +107,6 @@ def optimize(model: str | ComputeGraph, hw: str | HardwareConfig = RunSpec.hw,
 
 
 # --- outputs ---------------------------------------------------------------------------------
-
-
-def plan_document(result: SearchResult, own: bool = False) -> dict[str, Any]:
-    """plan.json: the plan's groups by op name with F_beta and F_D (and, in a hybrid plan, the
-    dataflow each runs under), readable by `load_plan`
-    (`own`: the search's own best plan, ``result.search_plan``, instead; search_plan.json)."""
-    plan, cost = ((result.search_plan, result.search_cost) if own
-                  else (result.plan, result.cost))
-    assert plan is not None and cost is not None, "the search's own plan is the result's"
-    extra = [{
-        "buffer_bytes": g.buffer_bytes,
-        "dram_bytes": g.dram_bytes,
-        "cycles": g.timing.cycles,
-        "unfusable": g.runs_alone,
-        **({"dataflow": g.scheme} if cost.scheme.mixed else {}),
-    } for g in cost.groups]
-    doc = plan.to_dict(result.graph, extra)
-    doc.update(scheme=cost.scheme, hw=result.hw.name,
-               buffer_bytes=result.hw.buffer_bytes, totals=cost.totals(),
-               hardware=result.hw.to_dict(),
-               source="search" if own else result.summary.best_source,
-               model_spec=result.summary.model_spec or result.graph.name,
-               input_shapes=[list(shape) for shape in result.graph.input_shapes])
-    if result.summary.graph_stages:  # without the stages' seconds: a plan is deterministic
-        record = dict(result.summary.graph_stages)
-        record["per_stage"] = [{k: v for k, v in r.items() if k != "seconds"}
-                               for r in record["per_stage"]]
-        doc["graph"] = record
-    return doc
 
 
 OUTPUT_FILES = ("plan.json", "search_plan.json", "history.csv", "summary.json", "budget.png",
