@@ -136,6 +136,8 @@ class Scheme(str, metaclass=_Registry):
             InputError: `value` names no scheme, or none of `choices` (quoted, with the
                 choices).
         """
+        if cls._declared.get(value) is value and (choices is None or value in choices):
+            return value  # cast already
         allowed = tuple(cls) if choices is None else choices
         name = str(value).strip().lower()
         for scheme in allowed:
