@@ -16,7 +16,8 @@ FAST = {"overrides": {"buffer": "128KiB"}, "budget": 12, "search": "rs"}
 KEYS = ["format", "version", "model", "hw", "buffer_bytes", "scheme", "search", "repair",
         "objectives", "budget", "budget_used", "distinct_plans", "diversified_repairs", "best",
         "search_space", "caches", "status", "message", "notes", "seconds", "seed", "hardware",
-        "baselines", "baseline_seconds", "optimum", "graph_stages", "search_best"]
+        "baselines", "baseline_seconds", "optimum", "graph_stages", "search_best", "model_spec",
+        "input_shapes"]
 
 
 def test_graph_stages_run_in_order_and_their_graph_is_searched():
