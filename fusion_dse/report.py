@@ -8,9 +8,10 @@ network. The data each figure draws is embedded beside it as JSON (``<script
 type="application/json" id="data-KIND">``), so that it can be read back and checked.
 
 The page's address may carry ``#sort=COLUMN`` (``-COLUMN`` for descending), ``plan=ID`` (a
-point's key, its first 12 characters) and ``focus=SECTION`` (``plans``, ``table``,
-``view-budget``, ...: that section alone), joined by ``&`` and applied when it opens: links to
-a view, used by the browser test.
+point's key, its first 12 characters) and ``diff=ID`` (a second point whose plan is compared
+with the first, group by group: shift-click on the page), ``focus=SECTION`` (``plans``,
+``table``, ``view-budget``, ...: that section alone), joined by ``&`` and applied when it
+opens: links to a view, used by the browser test.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ if TYPE_CHECKING:
     import pandas as pd
     from matplotlib.figure import Figure
 
-__all__ = ["MAX_PLAN_DRAWINGS", "point_rows", "report_html", "write_report"]
+__all__ = ["MAX_PLAN_DRAWINGS", "plan_groups", "point_rows", "report_html", "write_report"]
 
 MAX_PLAN_DRAWINGS = 200
 """Distinct plans drawn at most (the first by the table's order); the page says when more
@@ -214,6 +215,24 @@ def _plan_drawings(frame: pd.DataFrame, rows: list[dict[str, Any]],
     return drawings, max(0, len(blobs) - limit)
 
 
+def plan_groups(frame: pd.DataFrame, rows: list[dict[str, Any]]) -> dict[str, list[dict]]:
+    """Each distinct plan's groups by digest (`point_rows`' ``plan``): ``ops`` (op names),
+    ``f_beta`` and ``dram`` (bytes), from the plan documents the store holds; what the page's
+    plan comparison reads."""
+    out: dict[str, list[dict]] = {}
+    for r, (_, p) in zip(rows, frame.iterrows(), strict=True):
+        if not r["plan"] or r["plan"] in out:
+            continue
+        try:
+            doc = json.loads(p["plan"])
+        except ValueError:
+            continue
+        out[r["plan"]] = [{"ops": [str(o) for o in g.get("ops", [])],
+                           "f_beta": g.get("buffer_bytes"), "dram": g.get("dram_bytes")}
+                          for g in doc.get("groups", []) if isinstance(g, dict)]
+    return out
+
+
 def report_html(store: str | Path, max_plans: int = MAX_PLAN_DRAWINGS) -> str:
     """The report page of the sweep store at `store` (see the module).
 
@@ -253,7 +272,10 @@ def report_html(store: str | Path, max_plans: int = MAX_PLAN_DRAWINGS) -> str:
             f"{max_plans}).</p>") if left_out else ""
     parts.append(f'<section id="plans"><h2>Plan</h2><p id="plan-caption" class="meta"></p>'
                  '<p id="plan-none" class="note">No point chosen yet: click a row of the '
-                 f"table.</p>{more}{figures}</section>")
+                 "table; shift-click a second row to compare the two plans group by group."
+                 f'</p><div id="plan-diff"></div>{more}{figures}</section>')
+    parts.append(f'<script type="application/json" id="data-plans">'
+                 f"{_json_script(plan_groups(frame, rows))}</script>")
     parts.append(f'<script type="application/json" id="data-points">{_json_script(rows)}'
                  "</script>")
     return _PAGE.format(title=html.escape(f"fusion-dse report: {name}"),
@@ -350,13 +372,65 @@ _SCRIPT = """
     else { none.hidden = false; none.textContent = "This point has no plan drawn."; }
     return figure;
   }
+  var plans = JSON.parse(document.getElementById("data-plans").textContent);
+  function kib(n) { return n === null || n === undefined ? "" : (n / 1024).toFixed(1); }
+  function mib(n) { return n === null || n === undefined ? "" : (n / 1048576).toFixed(3); }
+  function diffPlans(rowA, rowB) {
+    var box = document.getElementById("plan-diff");
+    box.textContent = "";
+    var a = plans[rowA.dataset.plan], b = plans[rowB.dataset.plan];
+    var head = document.createElement("p");
+    head.className = "meta";
+    box.appendChild(head);
+    if (!a || !b) { head.textContent = "One of the two points has no plan."; return; }
+    var names = function (p) { return p.map(function (g) { return g.ops.join(","); })
+      .join(",").split(",").sort().join(","); };
+    if (names(a) !== names(b)) {
+      head.textContent = "The two plans are of different networks: nothing to compare.";
+      return;
+    }
+    var key = function (g) { return g.ops.join("\u0001"); };
+    var inA = {}, inB = {};
+    a.forEach(function (g) { inA[key(g)] = g; });
+    b.forEach(function (g) { inB[key(g)] = g; });
+    var onlyA = a.filter(function (g) { return !(key(g) in inB); });
+    var onlyB = b.filter(function (g) { return !(key(g) in inA); });
+    head.textContent = "A: point " + rowA.id.replace(/^row-/, "") + ", B: point " +
+      rowB.id.replace(/^row-/, "") + ": " + (a.length - onlyA.length) + " groups the same, " +
+      onlyA.length + " only in A, " + onlyB.length + " only in B.";
+    var t = document.createElement("table");
+    t.id = "plan-diff-table";
+    t.innerHTML = "<thead><tr><th>plan</th><th>ops</th><th>from</th><th>to</th>" +
+      "<th>F_beta (KiB)</th><th>DRAM (MiB)</th></tr></thead>";
+    var tb = document.createElement("tbody");
+    [["A", onlyA], ["B", onlyB]].forEach(function (side) {
+      side[1].forEach(function (g) {
+        var tr = document.createElement("tr");
+        tr.dataset.side = side[0];
+        [side[0], g.ops.length, g.ops[0], g.ops[g.ops.length - 1], kib(g.f_beta),
+         mib(g.dram)].forEach(function (v) {
+          var td = document.createElement("td");
+          td.textContent = String(v);
+          tr.appendChild(td);
+        });
+        tb.appendChild(tr);
+      });
+    });
+    t.appendChild(tb);
+    box.appendChild(t);
+  }
+  var chosen = null;
   table.tHead.addEventListener("click", function (e) {
     var th = e.target.closest("th");
     if (th) { sortBy(th.dataset.key, th.classList.contains("asc")); }
   });
   body.addEventListener("click", function (e) {
     var row = e.target.closest("tr");
-    if (row) { showPlan(row).scrollIntoView(); }
+    if (!row) { return; }
+    if (e.shiftKey && chosen && chosen !== row) { diffPlans(chosen, row); }
+    else { document.getElementById("plan-diff").textContent = ""; chosen = row; }
+    var figure = showPlan(chosen);
+    (figure || document.getElementById("plans")).scrollIntoView();
   });
   var hash = {};
   location.hash.replace(/^#/, "").split("&").forEach(function (part) {
@@ -366,7 +440,9 @@ _SCRIPT = """
   if (hash.sort) { sortBy(hash.sort.replace(/^-/, ""), hash.sort.charAt(0) === "-"); }
   if (hash.plan) {
     var row = document.getElementById("row-" + hash.plan);
-    if (row) { showPlan(row); }
+    if (row) { chosen = row; showPlan(row); }
+    var other = hash.diff && document.getElementById("row-" + hash.diff);
+    if (row && other) { diffPlans(row, other); }
   }
   var focus = hash.focus && document.getElementById(hash.focus);
   if (focus) {  /* that section alone: a link to one view, and a screenshot of it */

@@ -139,3 +139,27 @@ def test_page_in_headless_chromium(page, tmp_path):
                         "--virtual-time-budget=5000", target)
         assert run.returncode == 0, run.stderr[-2000:]
         assert shot.stat().st_size > 20_000, html.escape(name)  # a page, not a blank
+
+
+def test_two_plans_compared_in_headless_chromium(page):
+    from fusion_dse.report import plan_groups
+
+    browser = _browser()
+    store, out = page
+    frame = load_sweep(store, blobs=True)
+    rows = point_rows(frame)
+    a = next(r for r in rows if r["scheme"] == "LBDF" and r["plan"])
+    b = next(r for r in rows if r["scheme"] == "BRR" and r["buffer"] == a["buffer"]
+             and r["plan"])
+    groups = plan_groups(frame, rows)
+    in_a = {tuple(g["ops"]) for g in groups[a["plan"]]}
+    in_b = {tuple(g["ops"]) for g in groups[b["plan"]]}
+    address = f"{out.resolve().as_uri()}#plan={a['id']}&diff={b['id']}"
+    run = _chromium(browser, "--virtual-time-budget=5000", "--dump-dom", address)
+    assert run.returncode == 0, run.stderr[-2000:]
+    dom = run.stdout
+    assert re.search(r'<pre id="errors" hidden="">\s*</pre>', dom)
+    assert (f"{len(in_a & in_b)} groups the same, {len(in_a - in_b)} only in A, "
+            f"{len(in_b - in_a)} only in B") in dom
+    assert dom.count('data-side="A"') == len(in_a - in_b)
+    assert dom.count('data-side="B"') == len(in_b - in_a)
