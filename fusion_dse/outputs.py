@@ -124,6 +124,7 @@ def atomic_file(path: str | os.PathLike[str]) -> Iterator[Path]:
     os.close(fd)
     try:
         yield Path(tmp)
+        os.chmod(tmp, _mode(0o666))  # mkstemp's 0600 would hide a result from its readers
         os.replace(tmp, out)
     except BaseException:
         with contextlib.suppress(OSError):
@@ -157,10 +158,19 @@ def atomic_dir(path: str | os.PathLike[str], owned: Iterable[str],
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent))
     try:
         yield tmp
+        os.chmod(tmp, _mode(0o777))  # mkdtemp's 0700, as mkdir would make it
         _swap_in(tmp, out)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+
+
+def _mode(full: int) -> int:
+    """`full` (0o666 for a file, 0o777 for a folder) less the process's umask: the mode
+    ``open`` or ``mkdir`` would give a result written directly."""
+    mask = os.umask(0o022)  # read it: the only portable way sets it, so set it straight back
+    os.umask(mask)
+    return full & ~mask
 
 
 def _swap_in(tmp: Path, out: Path) -> None:

@@ -121,3 +121,21 @@ def test_a_plan_from_a_custom_hardware_file_is_costed_on_that_hardware(cli, tmp_
     assert doc["hw"]["buffer_bytes"] == 131072
     plan = json.loads((out / "plan.json").read_text())
     assert doc["totals"]["dram_bytes"] == plan["totals"]["dram_bytes"]
+
+
+def test_results_get_the_mode_a_direct_write_would(tmp_path):
+    import os
+    import stat
+
+    from fusion_dse.outputs import atomic_dir, atomic_file
+
+    old = os.umask(0o022)
+    try:
+        with atomic_file(tmp_path / "f.txt") as tmp:
+            tmp.write_text("x")
+        with atomic_dir(tmp_path / "run", ("a.txt",)) as tmp:
+            (tmp / "a.txt").write_text("x")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE((tmp_path / "f.txt").stat().st_mode) == 0o644
+    assert stat.S_IMODE((tmp_path / "run").stat().st_mode) == 0o755
