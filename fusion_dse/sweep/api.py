@@ -48,14 +48,15 @@ def _run(axes: dict[str, Axis], name: str, store: str | Path | None, workers: in
 def sweep(models: Axis, buffers: Axis = None, schemes: Axis = None, searches: Axis = None,
           repairs: Axis = None, budget: Axis = None, seeds: Axis = None, hw: Axis = None,
           objectives: Axis = None, graph_stages: Axis = None, input_shapes: Axis = None,
-          name: str = "sweep", store: str | Path | None = None, workers: int | None = None,
+          name: str | None = None, store: str | Path | None = None,
+          workers: int | None = None,
           quiet: bool = True) -> pd.DataFrame:
     """Run the sweep of every combination of the axes and return its points.
 
     Each axis takes what the CLI's flag takes (``"64KiB..2MiB:x2"``, ``"lbdf,brr"``,
     ``"0..4"``) or a list; None leaves the axis at its default (docs/sweeps.md). The store
-    (default ``fusion-dse-out/sweeps/NAME.sqlite``) is resumed: points already in it are not
-    run again.
+    (default ``fusion-dse-out/sweeps/NAME.sqlite``, NAME ``sweep-HASH`` of the axes unless
+    given) is resumed: points already in it are not run again.
 
     Returns:
         The sweep's points (`fusion_dse.load_sweep` columns, optimum and gap included), one
@@ -68,6 +69,10 @@ def sweep(models: Axis, buffers: Axis = None, schemes: Axis = None, searches: Ax
             "repair": repairs, "budget": budget, "seed": seeds, "hw": hw,
             "objectives": objectives, "graph_stages": graph_stages,
             "input_shape": input_shapes}
+    if name is None:
+        from fusion_dse.sweep.cli import default_name
+
+        name = default_name({k: _axis(v) for k, v in axes.items() if v is not None})
     return _run(axes, name, store, workers, quiet)
 
 

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
 __all__ = ["DEFAULT_STORE_DIR", "PLOT_KINDS", "RUNS", "compare_name", "compare_table",
-           "default_store"]
+           "default_name", "default_store"]
 
 DEFAULT_STORE_DIR = Path(DEFAULT_OUT_ROOT) / "sweeps"
 PLOT_KINDS = ("tradeoff", "budget", "pareto", "compare")
@@ -53,9 +53,20 @@ def _spec(args: argparse.Namespace):  # noqa: ANN202 - a SweepSpec
         if not sep or not key.strip():
             raise InputError(f"--axis {limits.shown(item)}: expected KEY=VALUES")
         axes[key.strip()] = value.strip()
-    name = args.name if args.name is not None else spec.name if spec else "sweep"
+    name = args.name if args.name is not None else spec.name if spec else default_name(axes)
     return SweepSpec(name=name, axes=axes, include=spec.include if spec else [],
                      exclude=spec.exclude if spec else [])
+
+
+def default_name(axes: dict) -> str:
+    """``sweep-HASH`` for a sweep given by flags alone, HASH a digest of its axes: the same
+    command resumes its own store, a different one gets another (never mixes its points,
+    figures and page with an earlier sweep's)."""
+    import hashlib
+    import json
+
+    text = json.dumps({k: axes[k] for k in sorted(axes)}, sort_keys=True, default=str)
+    return f"sweep-{hashlib.sha256(text.encode()).hexdigest()[:6]}"
 
 
 def _run_sweep(args: argparse.Namespace) -> str:

@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pandas as pd
 import pytest
 
@@ -87,3 +89,16 @@ def test_a_sweep_prints_its_results_not_only_counts(store):
     least = frame[frame["scheme"] == "lbdf"]["dram_bytes"].min() / 2**20
     assert any(f"{least:.3f}" in line and "LBDF" in line for line in lines)
     assert f"fusion-dse report {store}" in where
+
+
+def test_a_sweep_without_a_name_gets_a_store_of_its_own(cli, tmp_path, monkeypatch):
+    from fusion_dse.sweep.cli import default_name
+
+    a = default_name({"model": "squeezenet1_0", "buffer": "64KiB"})
+    assert a == default_name({"buffer": "64KiB", "model": "squeezenet1_0"})
+    assert a != default_name({"model": "squeezenet1_0", "buffer": "128KiB"})
+    monkeypatch.chdir(tmp_path)
+    code, out, err = cli("sweep", "--models", "squeezenet1_0", "--buffers", "64KiB",
+                         "--dry-run")
+    assert code == 0, err
+    assert re.search(r"fusion-dse-out/sweeps/sweep-[0-9a-f]{6}\.sqlite", out)
