@@ -1203,6 +1203,30 @@ def _im2col(c: _Converter, node: fx.Node, a: dict[str, Any]) -> Any:
     return c.emit(node.name, OpKind.RESHAPE, "view", [conv], c.shape(node))
 
 
+def _unfold(c: _Converter, node: fx.Node, a: dict[str, Any]) -> Any:
+    """``Tensor.unfold(dim, size, step)``: the windows' elements gathered along `dim`, split
+    into (windows, size) and the window axis moved last."""
+    x = node.args[0]
+    shape = c.shape(x)
+    rank = len(shape)
+    dim = int(a["dimension"]) % rank
+    size, step = int(a["size"]), int(a["step"])
+    n = (shape[dim] - size) // step + 1
+    indices = tuple(i * step + j for i in range(n) for j in range(size))
+    if len(indices) > MAX_GATHER:
+        raise _Refused(f"more than {MAX_GATHER} window elements")
+    g_shape = (*shape[:dim], n * size, *shape[dim + 1:])
+    g = c.emit(f"{node.name}.gather", OpKind.TRANSPOSE, "gather", [c.tensor[x]], g_shape,
+               attrs={"axis": dim, "indices": indices})
+    split = (*shape[:dim], n, size, *shape[dim + 1:])
+    v = c.emit(f"{node.name}.split", OpKind.RESHAPE, "reshape", [g], split)
+    perm = tuple(d for d in range(rank + 1) if d != dim + 1) + (dim + 1,)
+    if perm == tuple(range(rank + 1)):
+        return v
+    return c.emit(node.name, OpKind.TRANSPOSE, "permute", [v], c.shape(node),
+                  attrs={"perm": perm})
+
+
 def _repeat_interleave(c: _Converter, node: fx.Node, a: dict[str, Any]) -> Any:
     raise _Refused("repeats given as a tensor")
 
@@ -1240,7 +1264,7 @@ _HANDLERS: dict[str, Callable[[_Converter, fx.Node, dict[str, Any]], Any]] = {
     "upsample_nearest2d": _resize, "upsample_bilinear2d": _resize,
     "upsample_bicubic2d": _resize,
     "pixel_shuffle": _shuffle, "pixel_unshuffle": _shuffle, "channel_shuffle": _shuffle,
-    "im2col": _im2col, "as_strided": _as_strided,
+    "im2col": _im2col, "as_strided": _as_strided, "unfold": _unfold,
 }
 ATEN_TABLE = sorted({*_HANDLERS, *_ALIAS_OPS, *_UNARY, *_ACT_ATTRS, *_ARITH, *_CONST_LIKE})
 """Every ATen op name the converter maps (docs/importers.md)."""

@@ -1217,6 +1217,9 @@ def _split(w: _Walk, node: onnx.NodeProto) -> None:
 
 
 def _slice(w: _Walk, node: onnx.NodeProto) -> None:
+    if node.op_type == "Gather" and node.input[0] in w.consts and _input(node, 1) in w.act:
+        _embedding(w, node)
+        return
     x = _data_input(w, node)
     _require_constant(w, node, 1, "indices")
     if _shape(w, node.output[0], node) == _shape(w, x, node):
@@ -1307,6 +1310,10 @@ def _global_pool(w: _Walk, node: onnx.NodeProto) -> None:
 
 
 def _reduce(w: _Walk, node: onnx.NodeProto) -> None:
+    """ReduceMean / ReduceMax / ReduceSum: over (H, W) of a 4-D map a global pool; over any
+    other axes the reduced axes moved last (a transpose) and flattened into H of a
+    (1, M, R, 1) view (a reshape), a global pool, a reshape to the output (and ReduceSum's
+    multiply by R), as `export_import` writes them."""
     x = _data_input(w, node)
     _require_constant(w, node, 1, "axes")
     a = _attrs(node)
@@ -1315,11 +1322,60 @@ def _reduce(w: _Walk, node: onnx.NodeProto) -> None:
         axes = _value(w, node.input[1])
         if axes is None:
             raise _Unsupported("axes computed at run time")
-    rank = len(_shape(w, x, node))
-    reduced = sorted(int(ax) % rank for ax in np.ravel(axes)) if axes is not None else []
-    if rank != 4 or reduced != [2, 3]:
-        raise _Unsupported(f"reduction over axes {reduced or 'all'} of a rank-{rank} tensor")
-    _global_pool_op(w, node, x, "max" if node.op_type == "ReduceMax" else "avg")
+    in_shape = _shape(w, x, node)
+    rank = len(in_shape)
+    reduced = sorted({int(ax) % rank for ax in np.ravel(axes)}) if axes is not None and \
+        np.size(axes) else ([] if a.get("noop_with_empty_axes") else list(range(rank)))
+    if not reduced:
+        _alias(w, node.output[0], x)
+        return
+    pool = "max" if node.op_type == "ReduceMax" else "avg"
+    if rank == 4 and reduced == [2, 3] and node.op_type != "ReduceSum":
+        _global_pool_op(w, node, x, pool)
+        return
+    kept = [d for d in range(rank) if d not in reduced]
+    count = math.prod(in_shape[d] for d in reduced)
+    m = math.prod(in_shape[d] for d in kept)
+    base = _label(node)
+    perm = tuple(kept + reduced)
+    if perm != tuple(range(rank)):
+        x = _internal(w, node, OpKind.TRANSPOSE, "permute", x, f"{base}.permute",
+                      tuple(in_shape[p] for p in perm), attrs={"perm": perm})
+    x = _internal(w, node, OpKind.RESHAPE, "reshape", x, f"{base}.view", (1, m, count, 1))
+    x = _internal(w, node, OpKind.GLOBAL_POOL, pool, x, f"{base}.pool", (1, m, 1, 1),
+                  kernel=(count, 1), stride=(count, 1))
+    if node.op_type == "ReduceSum":
+        x = _internal(w, node, OpKind.ELTWISE_UNARY, "mul", x, f"{base}.sum", (1, m, 1, 1),
+                      attrs={"scalar": float(count), "const_side": "right"})
+    if _shape(w, node.output[0], node) == (1, m, 1, 1):
+        _alias(w, node.output[0], x)
+    else:
+        _emit(w, node, OpKind.RESHAPE, "reshape", [x], name=base)
+
+
+def _internal(w: _Walk, node: onnx.NodeProto, kind: OpKind, op_type: str, x: str, name: str,
+              shape: Shape, **fields: Any) -> str:
+    """An op of a composition that `node` becomes, writing a tensor of its own (read once,
+    by the next op of the composition); returns that tensor's name."""
+    tensor = f"{node.output[0]}::{name}"
+    w.shapes[tensor] = tuple(int(d) for d in shape)
+    w.raw_uses[tensor] = 1
+    _emit(w, node, kind, op_type, [x], output=tensor, name=name, **fields)
+    return tensor
+
+
+def _embedding(w: _Walk, node: onnx.NodeProto) -> None:
+    """Gather of rows of a constant table at token ids (an activation): an embedding lookup,
+    `OpKind.LINEAR` op_type ``embedding`` whose weights are the table."""
+    table_name = node.input[0]
+    table = _value(w, table_name)
+    shape = w.shapes.get(table_name) or (None if table is None else tuple(table.shape))
+    if shape is None or len(shape) != 2 or int(_attrs(node).get("axis", 0)) != 0:
+        raise _Unsupported("a gather from a constant that is not a table of rows")
+    op_name = _emit(w, node, OpKind.LINEAR, "embedding", [node.input[1]],
+                    attrs={"num_embeddings": int(shape[0])},
+                    weight_elems=int(shape[0] * shape[1]))
+    _keep(w, op_name, weight=table)
 
 
 def _gemm(w: _Walk, node: onnx.NodeProto) -> None:
@@ -1663,7 +1719,8 @@ _HANDLERS: dict[str, Callable[[_Walk, onnx.NodeProto], None]] = {
     "Concat": _concat, "Split": _split, "Slice": _slice, "Gather": _slice,
     "MaxPool": _pool, "AveragePool": _pool,
     "GlobalAveragePool": _global_pool, "GlobalMaxPool": _global_pool,
-    "ReduceMean": _reduce, "ReduceMax": _reduce, "Gemm": _gemm, "MatMul": _matmul,
+    "ReduceMean": _reduce, "ReduceMax": _reduce, "ReduceSum": _reduce,
+    "Gemm": _gemm, "MatMul": _matmul,
     **dict.fromkeys(("Flatten", "Reshape", "Squeeze", "Unsqueeze"), _reshape),
     "Transpose": _transpose, "DepthToSpace": _depth_to_space,
     "Resize": _resize, "Upsample": _resize, "Pad": _pad,
