@@ -26,6 +26,7 @@ from fusion_dse.figure_style import (
     legend_outside,
     mib,
     run_label,
+    search_label,
     size_text,
     styled,
 )
@@ -57,7 +58,8 @@ def _searched(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def _caption(frame: pd.DataFrame) -> str:
-    """'models M on hardware X, buffers B; budget N plans, S seeds' for a figure title."""
+    """'M on X, buffers B' / 'searches; budget N plans; S seeds' for a figure title: the
+    models, hardware, buffers and what was searched."""
     done = _done(frame)
     hws = ", ".join(sorted(set(done["hw_name"].dropna().astype(str)))) or "?"
     models = ", ".join(sorted(set(done["model"].dropna().astype(str)))) or "?"
@@ -70,7 +72,11 @@ def _caption(frame: pd.DataFrame) -> str:
     budget = (f"budget {budgets[0]:,} plans" if len(budgets) == 1
               else f"budgets {', '.join(f'{b:,}' for b in budgets)} plans" if budgets
               else "no search")
-    return (f"{models} on {hws}, {buffers}; {budget}"
+    searched = "; ".join(sorted({search_label(None if pd.isna(a) else a,
+                                              None if pd.isna(r) else r)
+                                 for a, r in zip(done["search"], done["repair"], strict=True)
+                                 if not pd.isna(a)}))
+    return (f"{models} on {hws}, {buffers}\n{searched or 'layer by layer'}; {budget}"
             + (f"; {seeds} seed(s)" if seeds else ""))
 
 
@@ -125,14 +131,16 @@ def tradeoff_figure(frame: pd.DataFrame) -> tuple[Figure, dict[str, pd.DataFrame
     models = sorted(set(refs["model"]))
     several = refs["graph_stages"].nunique() > 1
     runs = sorted({tuple(r) for r in lines[[*_RUN, "graph_stages"]].itertuples(index=False)})
+    searches = sorted({r[1] for r in runs})
     fig, axes = _panels(len(models), f"DRAM traffic against buffer size\n{_caption(frame)}")
     for ax, model in zip(axes, models, strict=True):
         for run, part in lines[lines["model"] == model].groupby([*_RUN, "graph_stages"]):
             part = part.sort_values("buffer_bytes")
             label = run_label(*run[:3]) + _stages_label(run[3], several)
             color = color_of(tuple(run), runs)
+            dash = _DASHES[searches.index(run[1]) % len(_DASHES)]  # equal lines stay visible
             ax.plot(part["buffer_bytes"], mib(part["mean"]), marker="o", ms=3, color=color,
-                    label=label)
+                    ls=dash, label=label)
             ax.fill_between(part["buffer_bytes"], mib(part["min"]), mib(part["max"]),
                             color=color, alpha=0.2, lw=0)
         for stages, ref in refs[refs["model"] == model].groupby("graph_stages"):
@@ -147,6 +155,11 @@ def tradeoff_figure(frame: pd.DataFrame) -> tuple[Figure, dict[str, pd.DataFrame
         ax.set_ylabel(DRAM_LABEL)
     legend_outside(fig)
     return fig, data
+
+
+_DASHES = ["-", (0, (5, 2)), (0, (1, 1.5)), "-."]
+"""Line styles of the searches of a trade-off figure: two searches that reach the same DRAM
+draw one line over the other, both seen."""
 
 
 def _buffer_axis(ax) -> None:  # noqa: ANN001 - a matplotlib Axes
