@@ -271,6 +271,7 @@ class _Search:
     upper: int | None
     sets_used: int = 0
     states_used: int = 0
+    found: frozenset[int] = frozenset()
     growth: _Growth = field(init=False)
     store: _SetStore = field(default_factory=_SetStore)
 
@@ -296,6 +297,7 @@ class _Search:
         self.costed = 0
         self.increments = 0
         self.pruned_by_incumbent = 0
+        self.refound = 0  # sets grown that the earlier attempt had found (`found`)
         self.bound: int | None = None
         self.reach: dict[tuple[int, int], int] = {}
 
@@ -390,7 +392,8 @@ class _Search:
     # --- growth of increments -------------------------------------------------------------
 
     def _check(self) -> None:
-        if self.max_sets is not None and self.sets_used + len(self.store) > self.max_sets:
+        if (self.max_sets is not None
+                and self.sets_used + len(self.store) - self.refound > self.max_sets):
             raise _Stop(f"set cap ({self.max_sets:,} sets found and grown)")
         if self.max_states is not None and self.states_used + len(self.h.cache) > self.max_states:
             raise _Stop(f"state cap ({self.max_states:,} down-sets listed)")
@@ -403,6 +406,7 @@ class _Search:
         k = self.store.index.get(mask)
         if k is None:
             k = self.store.add(mask, e[4] & ~mask, self.growth._bounds(e))
+            self.refound += mask in self.found  # counted once, as the earlier attempt's
         self.increments += 1
         self._push(placed, k)
         if self.increments % 256 == 0:
@@ -566,7 +570,7 @@ def _find(parent: dict[int, int], x: int) -> int:
 
 def lazy_search(graph: ComputeGraph, cache: CostCache, *, max_sets: int | None,
                 max_states: int | None, budget, upper: int | None = None, sets_used: int = 0,
-                states_used: int = 0) -> LazyOutcome:
+                states_used: int = 0, found: frozenset[int] = frozenset()) -> LazyOutcome:
     """The least-(DRAM, cycles) plan by the lazy search (module docs).
 
     Args:
@@ -579,6 +583,9 @@ def lazy_search(graph: ComputeGraph, cache: CostCache, *, max_sets: int | None,
             below it are pruned (None: none known).
         sets_used, states_used: Work an earlier attempt already did under the same caps (the
             eager search's enumeration and listing).
+        found: The sets that attempt found (``sets_used`` of them): a set it found and this
+            search grows again counts once against ``max_sets`` (the cap counts distinct
+            sets).
     """
     return _Search(graph, cache, max_sets, max_states, budget, upper, sets_used,
-                   states_used).run()
+                   states_used, found).run()

@@ -572,7 +572,7 @@ def _solve_lazy(graph: ComputeGraph, cache: CostCache, space: CandidateSpace, *,
     budget = _Budget(caps.max_costed, None if time_limit is None else t + time_limit)
     out = lazy_search(graph, cache, max_sets=caps.max_sets, max_states=caps.max_states,
                       budget=budget, upper=None if best is None else best.dram_bytes,
-                      sets_used=len(space), states_used=listed)
+                      sets_used=len(space), states_used=listed, found=frozenset(space.masks))
     seconds = space.seconds + time.perf_counter() - t
     reproducible = not (out.timed_out or budget.timed_out)
     common = dict(candidates=out.sets, costed=out.costed, states=out.states, seconds=seconds,
