@@ -74,3 +74,19 @@ def test_the_library_refuses_a_budget_over_the_limit_as_the_command_line_does(cl
     code, _, err = cli("optimize", "resnet18", "--budget", str(MAX_BUDGET + 1), "--out",
                        str(tmp_path / "o"))
     assert code == 2 and "--budget 100,000,001 is over the limit of 100,000,000 plans" in err
+
+
+def test_defaults_the_help_names_in_words_are_the_code_s():
+    """Defaults ``cli.toml`` cannot read without torch are written in its help texts: held
+    equal to the code here, so they cannot drift."""
+    from explain.pretrain import DEFAULTS
+    from explain.train import DEFAULT_EPOCHS
+    from fusion_dse.cli_args import surface
+
+    def help_of(command, flag):
+        options = surface()["commands"][command]["options"]
+        return next(o["help"] for o in options if flag in o.get("flags", []))
+
+    assert f"(default: {DEFAULT_EPOCHS})" in help_of("train-gnn", "--epochs")
+    trained = ", ".join(f"{name} {d['epochs']}" for name, d in DEFAULTS.items())
+    assert f"(default: {trained})" in help_of("train-explainer", "--epochs")
