@@ -334,9 +334,9 @@ class _Converter:
         while name in self.used:
             name, k = f"{base}#{k}", k + 1
         self.used.add(name)
+        attrs = {k: _finite(v) for k, v in (attrs or {}).items()}
         self.specs[name] = {"kind": kind, "op_type": op_type, "inputs": list(inputs),
-                            "shape": tuple(int(d) for d in shape), "attrs": attrs or {},
-                            **fields}
+                            "shape": tuple(int(d) for d in shape), "attrs": attrs, **fields}
         if params:
             kept = {k: v.detach().to(torch.float32).clone() for k, v in params.items()
                     if v is not None}
@@ -471,6 +471,20 @@ class _Converter:
         if out_shape != (1, m, 1, 1):
             y = self.emit(base, OpKind.RESHAPE, "reshape", [y], out_shape)
         return y, out_shape, count
+
+
+_FLOAT32_MAX = float(torch.finfo(torch.float32).max)
+
+
+def _finite(value: Any) -> Any:
+    """An attribute value JSON can carry: an infinite float (a pad or fill value of -inf, as
+    TF-"same" max pooling pads) becomes float32's largest finite value of its sign, which
+    acts the same on float32 activations (the graph document holds finite numbers only)."""
+    if isinstance(value, float) and math.isinf(value):
+        return math.copysign(_FLOAT32_MAX, value)
+    if isinstance(value, tuple):
+        return tuple(_finite(v) for v in value)
+    return value
 
 
 def _flat(args: Any) -> list[fx.Node]:

@@ -96,7 +96,7 @@ def test_reductions_over_any_axes():
 
 
 class Shapes(nn.Module):
-    """pad (constant, reflect, shape-derived), unfold (im2col), repeat_interleave, roll,
+    """pad (constant, reflect, shape-derived, -inf), unfold (im2col), repeat_interleave, roll,
     expand, select, chunk, index with constant indices, interpolate, pools, cat."""
 
     def __init__(self) -> None:
@@ -107,6 +107,7 @@ class Shapes(nn.Module):
         h = x.shape[-1]
         p = F.pad(x, (0, (3 - h % 3) % 3, 0, (3 - h % 3) % 3))  # TF-"same"-style pad
         p = F.pad(p, (1, 1, 1, 1), mode="reflect")
+        p = F.pad(p, (0, 1, 0, 1), value=float("-inf"))  # TF-"same" max pooling's pad
         p = F.max_pool2d(p, 3, 2, 1)
         p = F.interpolate(p, size=(8, 8), mode="bilinear", align_corners=False)
         r = torch.roll(x, shifts=(2, -1), dims=(2, 3))
