@@ -490,6 +490,28 @@ def _refused(table: dict[str, str]) -> list[str]:
     return [*lines, ""]
 
 
+def _export_section() -> list[str]:
+    """The torch.export importer's ATen table (`export_import.COVERAGE`)."""
+    from simulator.workload.export_import import COVERAGE, PRESERVED
+
+    kept = ", ".join(f"`{op._opname}`" for op in PRESERVED)
+    lines = [
+        "## torch: `from_export` (torch.export; module:callable specs)",
+        "",
+        "The module is exported (`torch.export.export`, non-strict), decomposed to the core "
+        f"ATen op set less {len(PRESERVED)} ops kept whole ({kept}), and each ATen call "
+        f"mapped ({sum(len(r[0]) for r in COVERAGE)} ATen op names below); tensors computed "
+        "from constants only are constants. An ATen op not listed is refused by name "
+        "(`unsupported op aten.cumsum at node ...`). The zoo stays on `from_torch`.",
+        "",
+        "| ATen ops | IR kind | op_type | notes |",
+        "|---|---|---|---|",
+    ]
+    lines += [f"| {_code(list(names))} | {_cell(kind)} | {_cell(op_type)} | {_cell(note)} |"
+              for names, kind, op_type, note in COVERAGE]
+    return [*lines, ""]
+
+
 MEASURED_HEADING = "## Measured: torchvision models through `from_torch`"
 """The heading of the measured part that benchmarks/torchvision_coverage.py appends."""
 
@@ -500,12 +522,15 @@ def markdown() -> str:
     lines = [
         "# Importer coverage",
         "",
-        "What `from_torch` (torch.fx) and `from_onnx` convert, and into which IR op. This part "
+        "What `from_torch` (torch.fx), `from_export` (torch.export) and `from_onnx` convert, "
+        "and into which IR op. This part "
         "is generated from the converters' own dispatch tables; do not edit it by hand:",
         "",
         "    python -m simulator.workload.coverage --markdown > docs/importers.md",
         "    python benchmarks/torchvision_coverage.py --json tv.json   # the measured part",
         "    python benchmarks/torchvision_coverage.py --markdown tv.json >> docs/importers.md",
+        "    python benchmarks/timm_coverage.py --json timm.json          # timm's models",
+        "    python benchmarks/timm_coverage.py --markdown timm.json >> docs/importers.md",
         "",
         "Anything not listed is refused by name (`UnsupportedOpError: unsupported op "
         "ConvTranspose2d at node ...`), or imported as an `opaque` op with `--allow-opaque`. Every "
@@ -529,6 +554,7 @@ def markdown() -> str:
         "### Refused by name",
         "",
         *_refused(REFUSED_TORCH),
+        *_export_section(),
         "## ONNX: `from_onnx`",
         "",
         *_table("Op types", [e for e in onnx_e if e.form == "op"]),

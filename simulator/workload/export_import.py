@@ -1345,3 +1345,91 @@ def from_export(module: nn.Module, input_shape: Sequence[int] | str | None = Non
     """`from_export_with_params`'s graph alone."""
     return from_export_with_params(module, input_shape, name=name, fold_bn=fold_bn,
                                    allow_opaque=allow_opaque, example=example)[0]
+
+
+# --- coverage (docs/importers.md, simulator.workload.coverage) ------------------------------
+
+DROPPED = "(none: dropped)"
+COVERAGE: tuple[tuple[tuple[str, ...], str, str, str], ...] = (
+    (tuple(sorted(_ALIAS_OPS)), DROPPED, "", "the identity at inference (dtype and layout "
+     "do not change the IR)"),
+    (tuple(sorted(_CONST_LIKE)), "(constant)", "", "no data of an activation: the value is "
+     "computed when the program runs once and enters the IR as a constant operand"),
+    (("convolution", "conv2d", "conv1d"), "conv / dwconv", "conv", "2-D; 1-D as a 2-D "
+     "convolution over a unit height (reshapes around it); constant weights; transposed and "
+     "3-D refused"),
+    (("_native_batch_norm_legit_no_training", "batch_norm"), "batchnorm", "batchnorm",
+     "running statistics (F.batch_norm, timm's BatchNormAct2d, BatchNorm1d); folded into the "
+     "convolution before it when that convolution has no other reader (then no op)"),
+    (("instance_norm",), "norm / batchnorm", "groupnorm / batchnorm",
+     "one group per channel; with running statistics a batchnorm"),
+    (("linear",), "linear", "linear", "constant weight and bias"),
+    (("matmul", "mm", "bmm"), "matmul / linear", "matmul / linear",
+     "two activations: matmul; a constant 2-D second operand: linear (weight W^T); a constant "
+     "2-D first operand: transpose, linear, transpose"),
+    (("addmm",), "linear", "linear", "constant matrix and bias (alpha = beta = 1)"),
+    (("layer_norm", "native_layer_norm"), "norm", "layernorm", "trailing axes (attr axes)"),
+    (("rms_norm",), "norm", "rmsnorm", "trailing axes (attr axes)"),
+    (("group_norm", "native_group_norm"), "norm", "groupnorm", "attr groups"),
+    (("_softmax", "_log_softmax", "softmax", "log_softmax", "_safe_softmax"), "softmax",
+     "softmax", "any axis; log: attr log"),
+    (("view", "_unsafe_view", "reshape", "squeeze", "unsqueeze", "flatten"), "reshape",
+     "view / reshape / squeeze / unsqueeze / flatten", "a same-shape reshape is dropped"),
+    (("expand",), "reshape", "expand", "a broadcast copy of an activation"),
+    (("repeat",), "reshape", "unsqueeze, expand, reshape", "as a broadcast copy"),
+    (("permute", "transpose", "t"), "transpose", "permute / transpose",
+     "attr perm; the identity is dropped"),
+    (("cat",), "concat", "concat", "constant operands (a class token) count as weights "
+     "(attrs const_at, const_shapes)"),
+    (("slice", "select"), "slice", "slice", "constant bounds; select drops the axis"),
+    (("split", "split_with_sizes", "unbind", "chunk"), "slice", "slice", "one slice per item "
+     "read"),
+    (("index", "index_select"), "slice / transpose", "slice / gather",
+     "one constant index tensor: a strided range is a slice, any other a gather (attrs axis, "
+     "indices; torch.roll decomposes to it); indices computed from the input refused"),
+    (("unfold",), "transpose, reshape", "gather, reshape, permute", "Tensor.unfold's windows"),
+    (("as_strided",), "reshape", "view", "only a strided view that reads its input in order"),
+    (("im2col",), "dwconv, reshape", "im2col, view", "F.unfold: a convolution per channel "
+     "with one-hot weights (counted as no weights, no MACs)"),
+    (("embedding",), "linear", "embedding", "token ids read rows of the table (its weights, "
+     "attr num_embeddings); the executor takes the ids as floats"),
+    (("constant_pad_nd", "pad", "reflection_pad2d", "replication_pad2d", "reflection_pad1d",
+      "replication_pad1d"), "pad", "pad", "the last two axes only; an infinite value is "
+     "written as float32's largest"),
+    (("max_pool2d_with_indices", "max_pool2d"), "pool", "max", "a 1x1 stride-1 window is "
+     "dropped"),
+    (("avg_pool2d",), "pool", "avg", "divisor_override refused"),
+    (("_adaptive_avg_pool2d", "adaptive_avg_pool2d", "adaptive_max_pool2d"),
+     "global_pool / pool", "avg / max", "1x1 output: a global pool; else the widest window "
+     "(attr adaptive)"),
+    (("mean", "sum", "amax", "amin"), "global_pool", "avg / max",
+     "over (H, W) of a 4-D map a global pool; over any other axes: the reduced axes moved "
+     "last (transpose), a (1, M, R, 1) view (reshape), a global pool, a reshape; sum multiplies "
+     "by R, amin negates around a max"),
+    (("var", "var_mean"), "global_pool, eltwise", "avg, sub, mul",
+     "mean, deviation, its square, mean, the correction as a multiply"),
+    (("linalg_vector_norm",), "eltwise, global_pool", "mul / abs, avg / max, sqrt",
+     "orders 1, 2 and infinity (F.normalize)"),
+    (("clamp", "clamp_min", "clamp_max", "hardtanh"), "eltwise_unary",
+     "clip / relu6 / relu / hardtanh", "constant bounds"),
+    (("rsqrt",), "eltwise_unary", "pow", "attr scalar -0.5"),
+    (("square",), "eltwise_binary", "mul", "x * x"),
+    (("addcmul",), "eltwise", "mul, add", "value != 1 adds a multiply"),
+    (("where",), "eltwise_unary", "mul, add", "a constant condition and one activation: "
+     "the kept values multiplied by the condition, the fill added (an infinite fill needs no "
+     "multiply); a condition computed from the input refused"),
+    (("scaled_dot_product_attention",), "transpose, matmul, eltwise_unary, softmax",
+     "", "K^T, Q @ K^T, the scale, is_causal's and a constant mask's additive 0 / -inf, "
+     "softmax, P @ V; grouped-query heads repeated (unsqueeze, expand, reshape)"),
+    (("upsample_nearest2d", "upsample_bilinear2d", "upsample_bicubic2d"), "resize", "resize",
+     "attrs mode, align_corners, size"),
+    (("pixel_shuffle", "pixel_unshuffle", "channel_shuffle"), "transpose",
+     "pixel_shuffle / pixel_unshuffle / channel_shuffle", ""),
+    (tuple(sorted(_UNARY)), "eltwise_unary", "(the same name)", ""),
+    (tuple(sorted(_ACT_ATTRS)), "eltwise_unary", "(the same name)",
+     "parameters that differ from torch's defaults as attrs"),
+    (tuple(sorted(_ARITH)), "eltwise_binary / eltwise_unary", "add / sub / mul / div / pow / "
+     "max / min", "two activations: binary; an activation and a constant: unary with attr "
+     "scalar or a const tensor (alpha applied; rsub swaps; div with a rounding mode refused)"),
+)
+"""What each ATen op becomes (docs/importers.md); every name of `ATEN_TABLE` once."""

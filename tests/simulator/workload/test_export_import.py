@@ -255,3 +255,12 @@ def test_cli_loads_module_callables_through_export(cli, tmp_path, monkeypatch):
     assert [op.kind for op in g.ops][:1] == [OpKind.CONV]
     code, out, err = cli("inspect", "usermodels:Bad", "--input-shape", "1,3,16,16")
     assert code == 2 and "aten.cumsum" in err and len(err.strip().splitlines()) == 1
+
+
+def test_coverage_table_lists_every_mapped_aten_op_once():
+    from simulator.workload.coverage import markdown
+    from simulator.workload.export_import import ATEN_TABLE, COVERAGE
+
+    names = [n for row in COVERAGE for n in row[0]]
+    assert sorted(names) == sorted(set(names)) == list(ATEN_TABLE)
+    assert "## torch: `from_export`" in markdown()
