@@ -1241,6 +1241,21 @@ def _unfold(c: _Converter, node: fx.Node, a: dict[str, Any]) -> Any:
                   attrs={"perm": perm})
 
 
+def _flip(c: _Converter, node: fx.Node, a: dict[str, Any]) -> Any:
+    """``torch.flip``: a gather of the reversed indices along each flipped axis."""
+    x = node.args[0]
+    shape = c.shape(x)
+    name = c.tensor[x]
+    dims = sorted({int(d) % len(shape) for d in a["dims"]})
+    for k, d in enumerate(dims):
+        if shape[d] > MAX_GATHER:
+            raise _Refused(f"an axis of more than {MAX_GATHER} elements")
+        name = c.emit(node.name if k == len(dims) - 1 else f"{node.name}.{d}", OpKind.TRANSPOSE,
+                      "gather", [name], shape,
+                      attrs={"axis": d, "indices": tuple(range(shape[d] - 1, -1, -1))})
+    return _Alias(name) if not dims else name
+
+
 def _repeat_interleave(c: _Converter, node: fx.Node, a: dict[str, Any]) -> Any:
     raise _Refused("repeats given as a tensor")
 
@@ -1278,7 +1293,7 @@ _HANDLERS: dict[str, Callable[[_Converter, fx.Node, dict[str, Any]], Any]] = {
     "upsample_nearest2d": _resize, "upsample_bilinear2d": _resize,
     "upsample_bicubic2d": _resize,
     "pixel_shuffle": _shuffle, "pixel_unshuffle": _shuffle, "channel_shuffle": _shuffle,
-    "im2col": _im2col, "as_strided": _as_strided, "unfold": _unfold,
+    "im2col": _im2col, "as_strided": _as_strided, "unfold": _unfold, "flip": _flip,
 }
 ATEN_TABLE = sorted({*_HANDLERS, *_ALIAS_OPS, *_UNARY, *_ACT_ATTRS, *_ARITH, *_CONST_LIKE})
 """Every ATen op name the converter maps (docs/importers.md)."""
@@ -1388,6 +1403,7 @@ COVERAGE: tuple[tuple[tuple[str, ...], str, str, str], ...] = (
      "one constant index tensor: a strided range is a slice, any other a gather (attrs axis, "
      "indices; torch.roll decomposes to it); indices computed from the input refused"),
     (("unfold",), "transpose, reshape", "gather, reshape, permute", "Tensor.unfold's windows"),
+    (("flip",), "transpose", "gather", "the reversed indices along each flipped axis"),
     (("as_strided",), "reshape", "view", "only a strided view that reads its input in order"),
     (("im2col",), "dwconv, reshape", "im2col, view", "F.unfold: a convolution per channel "
      "with one-hot weights (counted as no weights, no MACs)"),

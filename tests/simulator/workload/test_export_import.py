@@ -96,7 +96,7 @@ def test_reductions_over_any_axes():
 
 
 class Shapes(nn.Module):
-    """pad (constant, reflect, shape-derived, -inf), unfold (im2col), repeat_interleave, roll,
+    """pad (constant, reflect, shape-derived, -inf), unfold (im2col), repeat_interleave, roll, flip,
     expand, select, chunk, index with constant indices, interpolate, pools, cat."""
 
     def __init__(self) -> None:
@@ -110,7 +110,7 @@ class Shapes(nn.Module):
         p = F.pad(p, (0, 1, 0, 1), value=float("-inf"))  # TF-"same" max pooling's pad
         p = F.max_pool2d(p, 3, 2, 1)
         p = F.interpolate(p, size=(8, 8), mode="bilinear", align_corners=False)
-        r = torch.roll(x, shifts=(2, -1), dims=(2, 3))
+        r = torch.flip(torch.roll(x, shifts=(2, -1), dims=(2, 3)), dims=(3,))
         y = p + r
         cols = F.unfold(y, kernel_size=2, stride=2)  # (1, 16, 16)
         tokens = cols.transpose(1, 2)
