@@ -338,13 +338,16 @@ _ONNX_HANDLERS: dict[Callable[..., object], Callable[[str], _Result]] = {
     oi._arith: lambda op: ("eltwise_binary / eltwise_unary", op.lower(), _BINARY_NOTE),
     oi._concat: lambda op: ("concat", "concat", "attr axis"),
     oi._split: lambda op: ("slice", "slice", "one slice per output read; constant sizes"),
-    oi._slice: lambda op: ("slice", "slice", "constant bounds, positive steps" if op == "Slice"
-                           else "constant consecutive indices"),
+    oi._slice: lambda op: ("slice", "slice", "constant bounds, positive steps") if op == "Slice"
+    else ("slice / linear", "slice / embedding", "constant consecutive indices: a slice; a "
+          "constant table read at token ids: an embedding (the table its weights)"),
     oi._pool: lambda op: ("pool", "max" if op == "MaxPool" else "avg",
                           "2-D; a 1x1 stride-1 window is dropped"),
     oi._global_pool: lambda op: ("global_pool", "max" if "Max" in op else "avg", ""),
     oi._reduce: lambda op: ("global_pool", "max" if "Max" in op else "avg",
-                            "over (H, W) of a 4-D map only; other axes are refused"),
+                            "over (H, W) of a 4-D map; over other axes a global pool of a "
+                            "(1, M, R, 1) view (transpose and reshapes around it)"
+                            + ("; times R" if "Sum" in op else "")),
     oi._gemm: lambda op: ("linear", "linear", "constant B; alpha, beta, transB applied"),
     oi._matmul: lambda op: ("linear / matmul", "linear / matmul",
                             "activation x constant matrix: linear; two activations: matmul"),
@@ -436,11 +439,12 @@ REFUSED_TORCH: dict[str, str] = {
     "nn.ConvTranspose2d": "a transposed convolution: no IR kind",
     "nn.Conv1d / nn.Conv3d / 1-D and 3-D pools": "the IR's windows are 2-D over (H, W)",
     "Tensor.mean / torch.sum / torch.amax over other axes":
-        "a reduction over axes other than (H, W) of a 4-D map: no IR kind",
+        "a reduction over axes other than (H, W) of a 4-D map: from_torch has no composition "
+        "(from_export has)",
     "torch.max / torch.min / torch.sort / torch.topk (tuple results)":
         "values with indices (a tuple that is not a split): no IR kind",
     "nn.LSTM / nn.GRU / nn.RNN": "recurrent: no IR kind",
-    "nn.Embedding": "a table lookup: no IR kind",
+    "nn.Embedding": "a table lookup: from_torch has none (from_export: an embedding op)",
 }
 REFUSED_ONNX: dict[str, str] = {
     "GroupNormalization (opset 18, a scale per group of several channels)":
@@ -448,8 +452,6 @@ REFUSED_ONNX: dict[str, str] = {
     "MatMul (constant first operand)": _NOT_WRITTEN,
     "Einsum": "einsum strings are not parsed",
     "ConvTranspose": "a transposed convolution: no IR kind",
-    "ReduceMean / ReduceMax over other axes":
-        "a reduction over axes other than (H, W) of a 4-D map: no IR kind",
     "Where / Greater / Less / Equal": "data-dependent selection (exporters' hardshrink, "
                                       "softshrink, threshold): no IR kind",
     "Expand / Tile": "a broadcast copy: no IR kind",

@@ -311,11 +311,21 @@ def test_reduce_mean_over_space_is_global_pool(tmp_path: Path, opset: int) -> No
         OpKind.GLOBAL_POOL, "avg", (3, 4), (1, 5))
 
 
-def test_reduce_mean_over_channels_is_unsupported(tmp_path: Path) -> None:
+def test_reduce_mean_over_channels_is_a_global_pool_over_a_view(tmp_path: Path) -> None:
+    """A reduction over other axes than (H, W) ([workloads-2]): the reduced axes moved last,
+    a (1, M, R, 1) view, a global pool, the output's shape; executed exactly."""
+    import torch
+
+    from simulator.workload.execute import execute
+
     node = helper.make_node("ReduceMean", ["x"], ["y"], name="cmean", axes=[1])
     model = _model([node], [_vi("x", [1, 5, 3, 4])], ["y"], opset=13)
-    with pytest.raises(UnsupportedOpError, match="'ReduceMean'.*'cmean'"):
-        _import(tmp_path, model)
+    g = _import(tmp_path, model)
+    assert [op.kind for op in g] == [OpKind.TRANSPOSE, OpKind.RESHAPE, OpKind.GLOBAL_POOL,
+                                     OpKind.RESHAPE]
+    assert g.ops[2].output_shape == (1, 12, 1, 1) and g.ops[-1].output_shape == (1, 1, 3, 4)
+    x = torch.randn(1, 5, 3, 4)
+    assert torch.allclose(execute(g, {}, x)[0], x.mean(1, keepdim=True), atol=1e-6)
 
 
 def test_aliases_and_shape_computations_are_not_ops(tmp_path: Path) -> None:
