@@ -26,7 +26,6 @@ from fusion_dse import cli_args
 from fusion_dse.cli_args import DEFAULT_OUT_ROOT, EXIT_USAGE, hw_overrides, model_and_shape
 from fusion_dse.outputs import atomic_file, check_out_file, plot_formats
 from fusion_dse.runspec import run_defaults
-from fusion_dse.runspec import run_defaults
 from search.registry import (
     DEFAULT_EXACT_MAX_COSTED,
     DEFAULT_EXACT_TIME_LIMIT,
@@ -176,7 +175,7 @@ def build_parser() -> argparse.ArgumentParser:
         "trainable_help": ", ".join(f"{n}: {EXPLAINERS.get(n).help}" for n in trainable),
         "plot_kinds": sweep_cli.PLOT_KINDS, "out_root": DEFAULT_OUT_ROOT,
         "store_dir": str(sweep_cli.DEFAULT_STORE_DIR),
-        "default_stages": DEFAULT_STAGES, "substitutions": SUBSTITUTIONS, **run_defaults(), **run_defaults(),
+        "default_stages": DEFAULT_STAGES, "substitutions": SUBSTITUTIONS, **run_defaults(),
     }
     return cli_args.build_parser(runs, values)
 
