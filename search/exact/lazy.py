@@ -31,7 +31,8 @@ whose connected convex sets alone exceed the set cap (a transformer under BRR at
 * **A closed-form heuristic** (`_Heuristic`): the compulsory traffic of the unplaced fusable
   ops (their weights, network outputs, one read of every tensor they read), plus a write and a
   read of every tensor whose producer cannot share a group with one of its consumers, and one
-  read per member of a clique of consumers that pairwise cannot share a group. It is
+  read per member of a clique of consumers that pairwise cannot share a group, and under BRR
+  the weights each unplaced op must stream at least (`streaming_floors`). It is
   consistent over the arcs that may run (proof in docs/exact.md), so the A* of the eager search
   runs as it is: lazy costing of sets, BRR fit bounds, caps counting work.
 * **The incumbent's bound** (BRR): a plan holding a set S' of two or more ops placed at a
@@ -109,6 +110,10 @@ class _Heuristic:
     * t's producer p fusable and unplaced: r = max(|Q| - [a member of Q may join p], [a
       consumer cannot join p]) reads, and a write when r > 0 or an unfusable op reads t (unless
       t is a network output, whose write is counted above).
+
+    BRR adds, per unplaced fusable op, its weight streaming floor (`streaming_floors`: every
+    group that runs pays at least its compulsory traffic plus its ops' floors, so h stays
+    consistent); `compulsory` is the bound without them.
 
     Cycles: the larger of the MACs of the unplaced fusable ops that are computed whole (not
     upstream of an op that leaves input rows unread) over the MACs per cycle, and the DRAM bound
