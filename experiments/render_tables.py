@@ -472,7 +472,7 @@ def dram_markdown(table: pd.DataFrame, setup: Setup, rows: pd.DataFrame) -> str:
                  _num(r["lower_bound_mb"])] for _, r in refs.iterrows()]
     note = ("DRAM access in MB (10^6 bytes) of the fuseable ops, mean over seeds with the "
             "min-max; MBU in KiB (2^10 bytes). Paper values as printed "
-            "(experiments/paper_values.csv). † the optimum a time cap cut (best found, not "
+            "(experiments/paper_values.csv). † an optimum a work cap cut (best found, not "
             "proven). Against the random repair with the same search and seed; gap closed = "
             "(random - GET) / (random - optimum), mean over seeds with a proven optimum below "
             "the random repair's plan.")
