@@ -60,6 +60,42 @@ class Net:
         return self.b.build(list(outputs))
 
 
+def draw_dag(draw: Callable, name: str, ops: tuple[int, int], kinds: list[str],
+             channels: list[int] | None = None) -> ComputeGraph:
+    """A random DAG for hypothesis (`draw` of an ``st.composite``): `ops` (min, max) ops of
+    `kinds` (conv, unary, add, concat; repeat a kind to weight it), each reading one of the last
+    three tensors; convs of 8 channels or one drawn from `channels`, kernel 1 or 3; adds and
+    concats join a second tensor of the same shape (same spatial size for a concat)."""
+    from hypothesis import strategies as st
+
+    net = Net(name, (1, 8, 8, 8))
+    tensors = ["x"]
+    used: set[str] = set()
+    for k in range(draw(st.integers(*ops))):
+        kind = draw(st.sampled_from(kinds))
+        a = draw(st.sampled_from(tensors[-3:]))
+        shape = net.b.shape_of(a)
+        partners = [t for t in tensors if t != a and net.b.shape_of(t)[2:] == shape[2:]]
+        same = [t for t in partners if net.b.shape_of(t) == shape]
+        op = f"{kind}{k}"
+        if kind == "add" and same:
+            b = draw(st.sampled_from(same))
+            net.add(op, a, b)
+            used.add(b)
+        elif kind == "concat" and partners:
+            b = draw(st.sampled_from(partners))
+            net.concat(op, a, b)
+            used.add(b)
+        elif kind == "unary":
+            net.unary(op, a)
+        else:
+            width = 8 if channels is None else draw(st.sampled_from(channels))
+            net.conv(op, a, width, k=draw(st.sampled_from([1, 3])))
+        used.add(a)
+        tensors.append(op)
+    return net.build(*[t for t in tensors[1:] if t not in used])
+
+
 def residual_net() -> ComputeGraph:
     """9 ops: conv-relu-conv-relu-conv, a residual add over two convs, conv-relu."""
     n = Net("residual")

@@ -22,7 +22,7 @@ from simulator.partition import is_convex
 from simulator.plan import PartitionPlan
 from simulator.workload.graph import ComputeGraph
 from simulator.workload.loader import load_zoo
-from tests.search.conftest import SMALL_NETS, Net
+from tests.search.conftest import SMALL_NETS, Net, draw_dag
 
 BUFFERS = (1_500, 3_000, 6_000, 1 << 20)
 SCHEMES = ("lbdf", "brr")
@@ -106,31 +106,7 @@ def _check_optimum(graph: ComputeGraph, cache: CostCache):
 @st.composite
 def small_dags(draw) -> ComputeGraph:
     """Convolutions, activations, residual adds and concats over 5-8 ops."""
-    net = Net("random", (1, 8, 8, 8))
-    tensors = ["x"]
-    used: set[str] = set()
-    for k in range(draw(st.integers(5, 8))):
-        kind = draw(st.sampled_from(["conv", "conv", "unary", "add", "concat"]))
-        a = draw(st.sampled_from(tensors[-3:]))
-        shape = net.b.shape_of(a)
-        partners = [t for t in tensors if t != a and net.b.shape_of(t)[2:] == shape[2:]]
-        same = [t for t in partners if net.b.shape_of(t) == shape]
-        name = f"{kind}{k}"
-        if kind == "add" and same:
-            b = draw(st.sampled_from(same))
-            net.add(name, a, b)
-            used.add(b)
-        elif kind == "concat" and partners:
-            b = draw(st.sampled_from(partners))
-            net.concat(name, a, b)
-            used.add(b)
-        elif kind == "unary":
-            net.unary(name, a)
-        else:
-            net.conv(name, a, 8, k=draw(st.sampled_from([1, 3])))
-        used.add(a)
-        tensors.append(name)
-    return net.build(*[t for t in tensors[1:] if t not in used])
+    return draw_dag(draw, "random", (5, 8), ["conv", "conv", "unary", "add", "concat"])
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])

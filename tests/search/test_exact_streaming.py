@@ -28,7 +28,7 @@ from simulator.cost.rows import row_deps
 from simulator.hw import load_hw
 from simulator.workload.graph import ComputeGraph
 from simulator.workload.loader import load_zoo
-from tests.search.conftest import Net
+from tests.search.conftest import Net, draw_dag
 from tests.search.test_exact import _grown_convex
 from tests.search.test_exact_lazy import _branches, _check_brute, _down_sets
 
@@ -40,31 +40,8 @@ def wide_dags(draw) -> ComputeGraph:
     """Convolutions of 8 to 32 channels (up to 9,216 weights, more than the buffers above,
     so weights are streamed and phi is often positive), activations, residual adds and
     concats over 4-7 ops."""
-    net = Net("wide", (1, 8, 8, 8))
-    tensors = ["x"]
-    used: set[str] = set()
-    for k in range(draw(st.integers(4, 7))):
-        kind = draw(st.sampled_from(["conv", "conv", "conv", "unary", "add", "concat"]))
-        a = draw(st.sampled_from(tensors[-3:]))
-        shape = net.b.shape_of(a)
-        partners = [t for t in tensors if t != a and net.b.shape_of(t)[2:] == shape[2:]]
-        same = [t for t in partners if net.b.shape_of(t) == shape]
-        name = f"{kind}{k}"
-        if kind == "add" and same:
-            b = draw(st.sampled_from(same))
-            net.add(name, a, b)
-            used.add(b)
-        elif kind == "concat" and partners:
-            b = draw(st.sampled_from(partners))
-            net.concat(name, a, b)
-            used.add(b)
-        elif kind == "unary":
-            net.unary(name, a)
-        else:
-            net.conv(name, a, draw(st.sampled_from([8, 16, 32])), k=draw(st.sampled_from([1, 3])))
-        used.add(a)
-        tensors.append(name)
-    return net.build(*[t for t in tensors[1:] if t not in used])
+    return draw_dag(draw, "wide", (4, 7), ["conv", "conv", "conv", "unary", "add", "concat"],
+                    channels=[8, 16, 32])
 
 
 def _phi(graph: ComputeGraph, cache: CostCache) -> list[int]:
