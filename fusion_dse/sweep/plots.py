@@ -72,10 +72,11 @@ def _caption(frame: pd.DataFrame) -> str:
     budget = (f"budget {budgets[0]:,} plans" if len(budgets) == 1
               else f"budgets {', '.join(f'{b:,}' for b in budgets)} plans" if budgets
               else "no search")
-    searched = "; ".join(sorted({search_label(None if pd.isna(a) else a,
-                                              None if pd.isna(r) else r)
-                                 for a, r in zip(done["search"], done["repair"], strict=True)
-                                 if not pd.isna(a)}))
+    labels = sorted({search_label(None if pd.isna(a) else a, None if pd.isna(r) else r)
+                     for a, r in zip(done["search"], done["repair"], strict=True)
+                     if not pd.isna(a)})
+    # more than three settings would run off the figure: the legend names them
+    searched = "; ".join(labels) if len(labels) <= 3 else f"{len(labels)} search settings"
     return (f"{models} on {hws}, {buffers}\n{searched or 'layer by layer'}; {budget}"
             + (f"; {seeds} seed(s)" if seeds else ""))
 
