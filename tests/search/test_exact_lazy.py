@@ -200,19 +200,26 @@ def test_heuristic_is_consistent_over_every_group_that_runs(name, scheme, buffer
     """h(S) <= F_D(G) + h(S + G) and the same for the cycles, for every down-set S and every
     connected group G that runs with S + G a down-set; h(all) = 0."""
     graph = SMALL_NETS[name]()
-    cache = CostCache(graph, hw(buffer), scheme)
+    _check_consistent(graph, CostCache(graph, hw(buffer), scheme))
+
+
+def _check_consistent(graph, cache: CostCache) -> None:
+    """h(all) = 0, and h(S) <= F_D(G) + h(S + G) (and the same for the cycles) for every
+    down-set S and every connected group G that runs with S + G a down-set."""
+    unfusable = set(cache.unfusable)
     inc = baseline_incumbents(graph, cache)
     search = _Search(graph, cache, None, None, _Budget(None, None), inc[0].dram_bytes)
     full = (1 << len(graph)) - 1
     assert search.h(full) == (0, 0)
-    for placed in _down_sets(graph):
-        for mask in _down_sets(graph):
+    downs = list(_down_sets(graph))
+    for placed in downs:
+        for mask in downs:
             if mask & placed != placed or mask == placed:
                 continue
             group = bits(mask & ~placed)
             if not graph.is_weakly_connected(group):
                 continue
-            if len(group) > 1 and set(group) & set(cache.unfusable):
+            if len(group) > 1 and set(group) & unfusable:
                 continue
             cost = cache.run(group)
             if not cost.fits:

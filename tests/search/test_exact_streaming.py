@@ -19,9 +19,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from search.exact import enumerate_space, optimum
-from search.exact.candidates import _Growth, bits, costed_candidates
+from search.exact.candidates import _Growth, costed_candidates
 from search.exact.lazy import _Search, streaming_floors
-from search.exact.solver import ExactCaps, _Budget, baseline_incumbents
+from search.exact.solver import ExactCaps, _Budget
 from simulator.cost import CostCache
 from simulator.cost.brr import _Layout, _least_rows, _least_rows_any, incompatibility
 from simulator.cost.rows import row_deps
@@ -30,7 +30,7 @@ from simulator.workload.graph import ComputeGraph
 from simulator.workload.loader import load_zoo
 from tests.search.conftest import Net, draw_dag
 from tests.search.test_exact import _grown_convex
-from tests.search.test_exact_lazy import _branches, _check_brute, _down_sets
+from tests.search.test_exact_lazy import _branches, _check_brute, _check_consistent
 
 _BUFFERS = (1_500, 3_000, 6_000)
 
@@ -60,26 +60,7 @@ def _check_floors_and_consistency(graph: ComputeGraph, cache: CostCache) -> int:
             continue
         k = space.masks.index(c.mask)
         assert c.dram_bytes >= space.lb_dram[k] + sum(phi[o] for o in c.ops), c.ops
-    inc = baseline_incumbents(graph, cache)
-    search = _Search(graph, cache, None, None, _Budget(None, None), inc[0].dram_bytes)
-    full = (1 << len(graph)) - 1
-    assert search.h(full) == (0, 0)
-    downs = list(_down_sets(graph))
-    for placed in downs:
-        for mask in downs:
-            if mask & placed != placed or mask == placed:
-                continue
-            group = bits(mask & ~placed)
-            if not graph.is_weakly_connected(group):
-                continue
-            if len(group) > 1 and set(group) & unfusable:
-                continue
-            cost = cache.run(group)
-            if not cost.fits:
-                continue
-            here, there = search.h(placed), search.h(mask)
-            assert here[0] <= cost.dram_bytes + there[0], (placed, group)
-            assert here[1] <= cost.timing.cycles + there[1], (placed, group)
+    _check_consistent(graph, cache)
     return sum(phi)
 
 
