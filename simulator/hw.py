@@ -8,7 +8,11 @@ key                    required  meaning
 ``name``               no        identifier (defaults to the file name without ``.yaml``)
 ``description``        no        free text
 ``source``             no        citation of the figures
-``buffer``             yes       on-chip buffer capacity: bytes or a size string, ``256KiB``
+``buffer``             yes       on-chip buffer capacity: bytes or a size string, ``256KiB``;
+                                 with split buffers the total (optional, must equal the sum)
+``weight_buffer``      no        a separate weight buffer's capacity (a size); given with
+``activation_buffer``  no        ``activation_buffer``, the buffer is split: weights are held
+                                 in one, activations in the other (absent: one shared buffer)
 ``dtype_bytes``        no        bytes per tensor element: 1, 2, 4 or 8 (default 1, int8)
 ``dram_bandwidth``     yes       off-chip bytes per cycle (> 0)
 ``dram_latency``       yes       cycles before a DRAM access/burst starts delivering (>= 0)
@@ -27,6 +31,13 @@ the key and the offending value. Overrides (``load_hw(spec, {"buffer": "128KiB"}
 `HardwareConfig.with_overrides`) use the same key names, or the `HardwareConfig` field names
 (``buffer_bytes=131072``), or ``energy.mac_pj`` for one energy figure; they are validated the
 same way and errors name the override.
+
+Split buffers: ``weight_buffer`` and ``activation_buffer`` come together; ``buffer`` then
+follows as their sum (a file may state it; it must agree). An override of either split
+capacity replaces the file's ``buffer`` (the total follows again); an override of ``buffer``
+alone on a split configuration is refused (which part would change is not said).
+`HardwareConfig.buffers` lists the buffers by role; `HardwareConfig.fits` is the capacity
+rule every dataflow applies.
 
 Presets are the YAML files of the repository's top-level ``hwconfigs/`` folder (the one users
 edit and copy from). That folder is also the data package ``hwconfigs``, installed with the
@@ -66,6 +77,7 @@ __all__ = [
     "HardwareConfig",
     "HardwareConfigError",
     "list_presets",
+    "BUFFER_ROLES",
     "format_size",
     "load_hw",
     "load_yaml",
@@ -84,6 +96,9 @@ _SIZE_PREFIX_POWER = {"k": 1, "m": 2, "g": 3}
 _CLOCK_UNITS = {"": 1.0, "hz": 1.0, "khz": 1e3, "mhz": 1e6, "ghz": 1e9}
 _DTYPE_BYTES = (1, 2, 4, 8)
 LBDF_BUFFERS = ("pixel", "row")
+BUFFER_ROLES = ("shared", "weights", "activations")
+"""The roles of the on-chip buffers `HardwareConfig.buffers` names."""
+_SPLIT_KEYS = ("weight_buffer", "activation_buffer")
 """LBDF line-buffer granularities (`HardwareConfig.lbdf_buffer`); the first is the default."""
 _MIN_CLOCK_HZ = 1e3
 _T = TypeVar("_T")
@@ -289,7 +304,7 @@ class HardwareConfig:
 
     Attributes:
         name: Identifier shown in reports.
-        buffer_bytes: On-chip buffer capacity in bytes.
+        buffer_bytes: On-chip buffer capacity in bytes; with split buffers, their total.
         dtype_bytes: Bytes per tensor element (1 for int8).
         dram_bandwidth: Off-chip bandwidth in bytes per cycle.
         dram_latency: Cycles before a DRAM access or burst starts delivering data.
@@ -303,6 +318,9 @@ class HardwareConfig:
             buffer, the default) or ``"row"`` (whole rows); see docs/cost-model.md 4.1.
         description: Free text.
         source: Citation of the figures.
+        weight_buffer_bytes: The weight buffer's capacity when the buffer is split (None:
+            one shared buffer).
+        activation_buffer_bytes: The activation buffer's capacity when split (None: shared).
     """
 
     name: str
@@ -319,6 +337,41 @@ class HardwareConfig:
     lbdf_buffer: str = LBDF_BUFFERS[0]
     description: str = ""
     source: str = ""
+    weight_buffer_bytes: int | None = None
+    activation_buffer_bytes: int | None = None
+
+    @property
+    def is_split(self) -> bool:
+        """True when weights and activations have buffers of their own."""
+        return self.weight_buffer_bytes is not None
+
+    @property
+    def buffers(self) -> tuple[tuple[str, int], ...]:
+        """The on-chip buffers as (role, capacity in bytes): ``(("shared", buffer_bytes),)``,
+        or ``(("weights", W), ("activations", A))`` when split."""
+        if self.weight_buffer_bytes is None or self.activation_buffer_bytes is None:
+            return (("shared", self.buffer_bytes),)
+        return (("weights", self.weight_buffer_bytes),
+                ("activations", self.activation_buffer_bytes))
+
+    @property
+    def weight_capacity(self) -> int:
+        """Bytes weights may occupy: the weight buffer's, or the shared buffer's."""
+        return self.buffer_bytes if self.weight_buffer_bytes is None else self.weight_buffer_bytes
+
+    @property
+    def activation_capacity(self) -> int:
+        """Bytes activations may occupy: the activation buffer's, or the shared buffer's."""
+        return (self.buffer_bytes if self.activation_buffer_bytes is None
+                else self.activation_buffer_bytes)
+
+    def fits(self, weight_bytes: float, activation_bytes: float) -> bool:
+        """Whether `weight_bytes` of weights and `activation_bytes` of activations held at
+        once fit: their sum in a shared buffer, each in its own when split."""
+        if self.weight_buffer_bytes is None or self.activation_buffer_bytes is None:
+            return weight_bytes + activation_bytes <= self.buffer_bytes
+        return (weight_bytes <= self.weight_buffer_bytes
+                and activation_bytes <= self.activation_buffer_bytes)
 
     def with_overrides(self, **fields: Any) -> HardwareConfig:
         """A validated copy with some parameters replaced.
@@ -338,8 +391,13 @@ class HardwareConfig:
         return _validate(doc, origin=None, labels=labels)
 
     def to_dict(self) -> dict[str, Any]:
-        """The fields as a JSON-ready dict (sizes as ints, rates as floats)."""
-        return dataclasses.asdict(self)
+        """The fields as a JSON-ready dict (sizes as ints, rates as floats); the split
+        capacities only when split, so a shared buffer's dict (and every key hashed from it)
+        is what it was before split buffers existed."""
+        doc = dataclasses.asdict(self)
+        if not self.is_split:
+            del doc["weight_buffer_bytes"], doc["activation_buffer_bytes"]
+        return doc
 
 
 # --- the YAML schema ------------------------------------------------------------------------
@@ -347,6 +405,8 @@ class HardwareConfig:
 _Name = Annotated[str, PlainValidator(_name)]
 _Text = Annotated[str, PlainValidator(_text)]
 _Size = Annotated[int, PlainValidator(_in_range(_size, "buffer"))]
+_WeightSize = Annotated[int | None, PlainValidator(_in_range(_size, "weight_buffer"))]
+_ActivationSize = Annotated[int | None, PlainValidator(_in_range(_size, "activation_buffer"))]
 _Clock = Annotated[float, PlainValidator(_in_range(_clock, "clock"))]
 _DtypeBytes = Annotated[int, PlainValidator(_yaml_number(_dtype_bytes))]
 _Macs = Annotated[int, PlainValidator(_in_range(_yaml_number(_positive_int), "macs_per_cycle"))]
@@ -383,6 +443,8 @@ class _HwSchema(BaseModel):
     buffer_bandwidth: _BufferBandwidth
     energy: _EnergySchema
     lbdf_buffer: _LbdfBuffer = LBDF_BUFFERS[0]
+    weight_buffer: _WeightSize = None
+    activation_buffer: _ActivationSize = None
 
 
 _TOP_KEYS = tuple(_HwSchema.model_fields)
@@ -390,6 +452,8 @@ _ENERGY_KEYS = tuple(_EnergySchema.model_fields)
 # HardwareConfig field -> YAML key path; also the accepted override spellings.
 _FIELD_PATHS: dict[str, tuple[str, ...]] = {
     "buffer_bytes": ("buffer",),
+    "weight_buffer_bytes": ("weight_buffer",),
+    "activation_buffer_bytes": ("activation_buffer",),
     "clock_hz": ("clock",),
     **{f"energy_{key}": ("energy", key) for key in _ENERGY_KEYS},
     **{key: (key,) for key in _TOP_KEYS},
@@ -398,12 +462,16 @@ _FIELD_PATHS: dict[str, tuple[str, ...]] = {
 
 
 def _to_doc(config: HardwareConfig) -> dict[str, Any]:
-    """`config` in the YAML key layout, the starting point of `with_overrides`."""
+    """`config` in the YAML key layout, the starting point of `with_overrides` (a split
+    configuration by its two capacities, the total following from them)."""
+    split = {"weight_buffer": config.weight_buffer_bytes,
+             "activation_buffer": config.activation_buffer_bytes} if config.is_split else {
+             "buffer": config.buffer_bytes}
     return {
         "name": config.name,
         "description": config.description,
         "source": config.source,
-        "buffer": config.buffer_bytes,
+        **split,
         "dtype_bytes": config.dtype_bytes,
         "dram_bandwidth": config.dram_bandwidth,
         "dram_latency": config.dram_latency,
@@ -431,6 +499,8 @@ def _from_schema(schema: _HwSchema) -> HardwareConfig:
         dtype_bytes=schema.dtype_bytes,
         description=schema.description,
         source=schema.source,
+        weight_buffer_bytes=schema.weight_buffer,
+        activation_buffer_bytes=schema.activation_buffer,
     )
 
 
@@ -487,14 +557,50 @@ def _validate(
     doc: Mapping[str, Any], origin: str | None, labels: Mapping[str, str] | None = None
 ) -> HardwareConfig:
     """The `HardwareConfig` a YAML-shaped `doc` describes; errors joined on one line."""
+    labels = labels or {}
+    full = _with_total(doc)
+    if full is not doc:
+        labels = {"buffer": "the total weight_buffer + activation_buffer", **labels}
     try:
-        schema = _HwSchema.model_validate(doc)
+        schema = _HwSchema.model_validate(full)
     except ValidationError as err:
         # Unknown keys first: a misspelt key also shows up as a missing one.
         errors = sorted(err.errors(), key=lambda e: e["type"] != "extra_forbidden")
-        problems = "; ".join(_describe(e, labels or {}) for e in errors)
+        problems = "; ".join(_describe(e, labels) for e in errors)
         raise HardwareConfigError(f"{origin}: {problems}" if origin else problems) from err
+    problem = _split_problem(schema, doc, labels)
+    if problem:
+        raise HardwareConfigError(f"{origin}: {problem}" if origin else problem)
     return _from_schema(schema)
+
+
+def _with_total(doc: Mapping[str, Any]) -> Mapping[str, Any]:
+    """`doc` with ``buffer`` = weight_buffer + activation_buffer when it gives both split
+    capacities (as valid sizes) and no total; otherwise `doc` as it is."""
+    if doc.get("buffer") is not None or any(doc.get(key) is None for key in _SPLIT_KEYS):
+        return doc
+    try:
+        total = sum(_size(doc[key]) for key in _SPLIT_KEYS)
+    except ValueError:
+        return doc  # the schema reports the bad capacity by its key
+    return {**doc, "buffer": total}
+
+
+def _split_problem(schema: _HwSchema, doc: Mapping[str, Any],
+                   labels: Mapping[str, str]) -> str | None:
+    """Why the split capacities of a schema-valid `schema` do not go together, or None."""
+    given = [key for key in _SPLIT_KEYS if getattr(schema, key) is not None]
+    if len(given) == 1:
+        other = next(key for key in _SPLIT_KEYS if key not in given)
+        label = labels.get(given[0], f"key {given[0]!r}")
+        return (f"{label} = {_show(doc[given[0]])}: a split buffer needs {other!r} too "
+                "(leave both out for one shared buffer)")
+    if given and schema.buffer != schema.weight_buffer + schema.activation_buffer:
+        label = labels.get("buffer", "key 'buffer'")
+        return (f"{label} = {_show(doc['buffer'])}: must equal weight_buffer + "
+                f"activation_buffer ({schema.weight_buffer + schema.activation_buffer:,} "
+                "bytes) or be left out")
+    return None
 
 
 # --- overrides ------------------------------------------------------------------------------
@@ -523,6 +629,17 @@ def _merge(
 ) -> tuple[dict[str, Any], dict[str, str]]:
     """`doc` with `overrides` applied, and the error labels of the overridden keys."""
     merged, labels = dict(doc), {}
+    overridden = {_override_path(key, origin)[0] for key, value in overrides.items()
+                  if value is not None}
+    split_after = all(key in overridden or merged.get(key) is not None for key in _SPLIT_KEYS)
+    if overridden & set(_SPLIT_KEYS) and split_after and "buffer" not in overridden:
+        merged.pop("buffer", None)  # the total follows from the split capacities
+    elif overridden & {"buffer", *_SPLIT_KEYS} == {"buffer"} and any(
+            merged.get(key) is not None for key in _SPLIT_KEYS):
+        where = f"{origin}: " if origin else ""
+        raise HardwareConfigError(
+            f"{where}override 'buffer': this hardware has split buffers, whose total the "
+            "buffer is; override 'weight_buffer' and/or 'activation_buffer' instead")
     for key, value in overrides.items():
         if value is None:
             continue

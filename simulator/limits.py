@@ -132,6 +132,8 @@ MAX_ERROR_CHARS = 1_000
 _HW_FIELD_RANGES: dict[str, tuple[tuple[float, float], tuple[float, float]]] = {
     # field:            (physically meaningful), (numerically safe)
     "buffer":           ((16, 64 * GIB), (1, 2**50)),
+    "weight_buffer":    ((16, 64 * GIB), (1, 2**50)),
+    "activation_buffer": ((16, 64 * GIB), (1, 2**50)),
     "dram_bandwidth":   ((1e-3, 1e6), (1e-9, 1e12)),
     "buffer_bandwidth": ((1e-3, 1e7), (1e-9, 1e12)),
     "dram_latency":     ((0, 1e7), (0, 1e12)),
