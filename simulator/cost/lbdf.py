@@ -57,8 +57,11 @@ def group_cost(graph: ComputeGraph, ops: Sequence[int], hw: HardwareConfig) -> G
     """F_beta, F_D, cycles and energy of `ops` run as one LBDF group on `hw`."""
     ops = tuple(sorted(ops))
     d = hw.dtype_bytes
+    # The kernel times the group when its line buffers fit next to its weights; with split
+    # buffers it times every group and the cycles are kept only when the group fits.
+    room = hw.buffer_bytes // d if not hw.is_split else _UNTIMED_ROOM
     line, _, _, cycles, read_elems, write_elems, weight_elems, macs, traffic, *_ = _schedule(
-        graph, ops, _granularity(hw.lbdf_buffer) == "pixel", 1, hw.buffer_bytes // d, d,
+        graph, ops, _granularity(hw.lbdf_buffer) == "pixel", 1, room, d,
         hw.dram_bandwidth, hw.dram_latency, hw.macs_per_cycle)
     weight_bytes = weight_elems * d
     need = weight_bytes + line * d
@@ -66,10 +69,13 @@ def group_cost(graph: ComputeGraph, ops: Sequence[int], hw: HardwareConfig) -> G
     dram = dram_act + dram_w + dram_write
     buf = traffic * d + dram
     failure, reason = _failure(weight_bytes, need, hw)
+    fits = hw.fits(weight_bytes, line * d)
+    if not fits:
+        cycles = -1
     return GroupCost(
         scheme=Scheme.LBDF, ops=ops, buffer_bytes=need, weight_buffer_bytes=weight_bytes,
         dram_act_read=dram_act, dram_weight_read=dram_w, dram_write=dram_write, macs=macs,
-        fits=need <= hw.buffer_bytes, reason=reason,
+        fits=fits, reason=reason,
         timing=timing(dram, buf, macs, hw, cycles if cycles >= 0 else 0),
         failure=failure,
     )
@@ -86,12 +92,31 @@ def _schedule(graph: ComputeGraph, ops: tuple[int, ...], pixel: bool, want: int,
                        *_k.lbdf_tables(graph).args, d, float(bw), lat, mpc)
 
 
+_UNTIMED_ROOM = 1 << 62
+"""`schedule`'s room that times every group (split buffers: the fit is decided here)."""
+
+
 def _failure(weight_bytes: int, need: int, hw: HardwareConfig) -> tuple[Failure | None, str]:
+    if hw.is_split:
+        return _split_failure(weight_bytes, need - weight_bytes, hw)
     if weight_bytes > hw.buffer_bytes:
         return Failure.WEIGHTS_OVER_BUFFER, (f"weights alone ({weight_bytes:,} B) exceed the "
                                              f"buffer ({hw.buffer_bytes:,} B)")
     if need > hw.buffer_bytes:
         return Failure.OVER_BUFFER, f"needs {need:,} B > buffer {hw.buffer_bytes:,} B"
+    return None, ""
+
+
+def _split_failure(weight_bytes: int, line_bytes: int,
+                   hw: HardwareConfig) -> tuple[Failure | None, str]:
+    """With split buffers: the weights against the weight buffer, the line buffers against
+    the activation buffer."""
+    if weight_bytes > hw.weight_capacity:
+        return Failure.WEIGHTS_OVER_BUFFER, (f"weights ({weight_bytes:,} B) exceed the weight "
+                                             f"buffer ({hw.weight_capacity:,} B)")
+    if line_bytes > hw.activation_capacity:
+        return Failure.OVER_BUFFER, (f"line buffers need {line_bytes:,} B > activation buffer "
+                                     f"{hw.activation_capacity:,} B")
     return None, ""
 
 

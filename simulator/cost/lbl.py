@@ -43,13 +43,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from enum import StrEnum
 from functools import lru_cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from simulator.cost import lbdf
 from simulator.cost.cycles import layer_cycles
-from simulator.cost.rows import reduced_axes, row_deps
+from simulator.cost.rows import is_embedding, reduced_axes, row_deps
 from simulator.cost.traffic import boundary, buffer_traffic_elems
 from simulator.cost.types import Failure, GroupCost, timing
 from simulator.scheme import Scheme
@@ -252,7 +252,8 @@ def layer_tiling(graph: ComputeGraph, o: int, hw: HardwareConfig) -> LayerTiling
             weight_read=single.dram_weight_read, write=single.dram_write, reread_act=0,
             reread_weight=0, fits=True, reason="", cycles=single.timing.cycles)
     layer = Layer(graph, o, hw.dtype_bytes)
-    tiled = layer.tiling(hw.buffer_bytes)
+    split = (hw.weight_capacity, hw.activation_capacity) if hw.is_split else None
+    tiled = layer.tiling(hw.buffer_bytes, split)
     return replace(tiled, cycles=layer_cycles(layer, tiled, hw)) if tiled.fits else tiled
 
 
@@ -306,11 +307,12 @@ class Layer:
         self.shapes = {r: graph.tensor_shape(r) for r in self.refs}
         self.writes = o in graph.outputs_of((o,))
         self.out_elems = op.output_elems
-        self.weights = op.weight_elems
+        self.weights = op.weight_reads
         self.form = _form(op)
         self.banded: list[_Banded] = []
         self.held_block: list[tuple[int, int]] = []  # (ref, bytes per channel unit)
         self.held_whole: list[int] = []  # refs held whole for the whole op
+        self.gather = False  # an embedding (chunks reading their table rows)
         getattr(self, f"_init_{self.form}")()
 
     # --- per form --------------------------------------------------------------------------
@@ -378,7 +380,9 @@ class Layer:
         self.banded = [_Banded(self.op.inputs[0], self.h_in, self.in_unit_row, rows, rows)]
 
     def _init_chunks(self) -> None:
-        self.shared = self.weights
+        # an embedding reads the table rows of each chunk's ids with the chunk (section 9.8)
+        self.gather = is_embedding(self.op)
+        self.shared = 0 if self.gather else self.weights
         # the smallest chunk: one element, or one line of a softmax / normalisation
         self.line = _line_elems(self.op)
         self.lines = max(1, self.out_elems // self.line)
@@ -438,19 +442,38 @@ class Layer:
         """Input bytes when every input is read once."""
         return self.d * sum(math.prod(s) for s in self.shapes.values())
 
-    def tiling(self, buffer: int) -> LayerTiling:
+    def tiling(self, buffer: int, split: tuple[int, int] | None = None) -> LayerTiling:
         """The fitting tiling with the least DRAM traffic, or the smallest tile (not
-        fitting)."""
-        return getattr(self, f"_tile_{self.form}")(buffer)
+        fitting). `split`: (weight buffer, activation buffer) bytes when the buffer is split:
+        a tile's weights must fit the one and its activations (inputs, outputs, partial sums)
+        the other; None: both share `buffer`."""
+        self._split = split
+        try:
+            return getattr(self, f"_tile_{self.form}")(buffer)
+        finally:
+            self._split = None
+
+    _split: tuple[int, int] | None = None
+
+    def _fits(self, weight: Any, act: Any, buffer: int) -> Any:
+        """Whether a tile of `weight` weight bytes and `act` activation bytes fits (arrays
+        element-wise): their sum the shared buffer, or each its own buffer when split."""
+        if self._split is None:
+            return weight + act <= buffer
+        return (weight <= self._split[0]) & (act <= self._split[1])
 
     def _result(self, order: LoopOrder, buffer: int, need: int, weight_buf: int, act: int,
                 weight_read: int, band_rows: int = 0, bands: int = 1, out_block: int = 0,
                 out_blocks: int = 1, in_block: int = 0, in_blocks: int = 1,
                 smallest: str = "") -> LayerTiling:
-        fits = need <= buffer
+        fits = bool(self._fits(weight_buf, need - weight_buf, buffer))
+        over = (f"needs {need:,} B > buffer {buffer:,} B" if self._split is None else
+                f"needs {weight_buf:,} B of weights (weight buffer {self._split[0]:,} B) and "
+                f"{need - weight_buf:,} B of activations (activation buffer "
+                f"{self._split[1]:,} B)")
         reason = "" if fits else (
             f"'{self.op.name}' cannot run layer by layer: its smallest tile ({smallest}) "
-            f"needs {need:,} B > buffer {buffer:,} B")
+            f"{over}")
         return LayerTiling(
             op=self.op.id, order=order, band_rows=int(band_rows), bands=int(bands),
             out_block=int(out_block), out_blocks=int(out_blocks), in_block=int(in_block),
@@ -475,19 +498,21 @@ class Layer:
         best = None
         for rank, order in enumerate((LoopOrder.WEIGHTS_OUTER, LoopOrder.ROWS_OUTER,
                                       LoopOrder.BLOCKS)):
-            ci_max = self._ci_max(order, buffer - shared, co, pairs, acc)
+            ci_max = (self._ci_max(order, buffer - shared, co, pairs, acc)
+                      if self._split is None else self._ci_max_split(order, co, pairs, acc))
             ci, n_i = _fit_count(self.c_in, np.maximum(ci_max, 1))
             if order is LoopOrder.BLOCKS:  # distinct from weights outer only when n_i > 1
                 ok = (ci_max >= 1) & (n_i > 1)
             else:  # one input-channel block: the output tile needs no wider partial sums
-                whole = self._matrix_need(order, co, self.c_in, 1, pairs, acc) + shared \
-                    <= buffer
+                acts, w = self._matrix_parts(order, co, self.c_in, 1, pairs, acc)
+                whole = self._fits(w + shared, acts, buffer)
                 ok = whole | (ci_max >= 1)
                 n_i, ci = np.where(whole, 1, n_i), np.where(whole, self.c_in, ci)
             if not ok.any():
                 continue
-            need = self._matrix_need(order, co, ci, n_i, pairs, acc) + shared
-            ok &= need <= buffer
+            acts, w = self._matrix_parts(order, co, ci, n_i, pairs, acc)
+            need = acts + w + shared
+            ok &= self._fits(w + shared, acts, buffer)
             act = x_pass if order is LoopOrder.ROWS_OUTER else n_o * x_pass
             wr = d * self.weights if order is LoopOrder.WEIGHTS_OUTER else shared + n_h * w_all
             act, wr = np.broadcast_to(act, need.shape), np.broadcast_to(wr, need.shape)
@@ -529,9 +554,40 @@ class Layer:
             most = m if most is None else np.minimum(most, m)
         return np.where(most < 0, 0, most)
 
+    def _ci_max_split(self, order: LoopOrder, co: np.ndarray, pairs: list,
+                      acc: int) -> np.ndarray:
+        """`_ci_max` with split buffers: the weight tile within the weight buffer (less the
+        shared weights), the input block and partial sums within the activation buffer."""
+        d, q, bias = self.d, self.q, self.bias
+        w_room, a_room = self._split[0] - d * self.shared, self._split[1]
+        big = np.iinfo(np.int64).max // 4
+        most = None
+        for p_in, p_out in pairs:
+            p_in, p_out = p_in[:, None], p_out[:, None]
+            sums = acc * co * self.out_row * p_out
+            if order is LoopOrder.WEIGHTS_OUTER:
+                m = (a_room - sums) // np.maximum(self.in_row * p_in, 1)
+                m = np.where(d * co * self.per_oc <= w_room, m, -1)
+            else:
+                w_free = w_room - d * co * bias
+                m_w = w_free // np.maximum(d * co * q, 1) if q else np.where(w_free >= 0, big, -1)
+                if order is LoopOrder.ROWS_OUTER:
+                    a_free = a_room - self.in_row * self.c_in * p_in - sums
+                    m = np.where(a_free >= 0, np.minimum(m_w, self.c_in), -1)
+                else:
+                    m = np.minimum(m_w, (a_room - sums) // np.maximum(self.in_row * p_in, 1))
+            most = m if most is None else np.minimum(most, m)
+        return np.where(most < 0, 0, most)
+
     def _matrix_need(self, order: LoopOrder, co: np.ndarray, ci: np.ndarray, n_i: np.ndarray,
                      pairs: list, acc: int) -> np.ndarray:
         """Peak bytes of a matrix tiling (without the shared weights)."""
+        acts, w = self._matrix_parts(order, co, ci, n_i, pairs, acc)
+        return acts + w
+
+    def _matrix_parts(self, order: LoopOrder, co: np.ndarray, ci: np.ndarray, n_i: np.ndarray,
+                      pairs: list, acc: int) -> tuple[np.ndarray, np.ndarray]:
+        """`_matrix_need` as (activation bytes, weight bytes)."""
         d = self.d
         acc_b = np.where(n_i > 1, acc, d)
         peak = None
@@ -545,7 +601,7 @@ class Layer:
             w = d * co * self.per_oc
         else:
             w = d * co * (ci * self.q + self.bias)
-        return peak + w
+        return peak, w
 
     def _matrix_weight_buffer(self, order: LoopOrder, c_o: int, c_i: int) -> int:
         if order is LoopOrder.WEIGHTS_OUTER:
@@ -579,7 +635,14 @@ class Layer:
         held = self.held_unit()
         per_band = self._unit_band_bytes(st)  # per unit, the widest band
         peak_unit = held + per_band
-        most = (buffer - const) // peak_unit
+        if self._split is None:
+            most = (buffer - const) // peak_unit
+        else:  # weights (shared, then per unit) and the rest per unit, each in its buffer
+            w_unit = 0 if self.form == "reduce" else d * self.w_unit
+            w_room = self._split[0] - d * self.shared
+            a_room = self._split[1] - (const - d * self.shared)
+            most = np.minimum(w_room // w_unit if w_unit else np.where(w_room >= 0, self.units, 0),
+                              a_room // np.maximum(peak_unit - w_unit, 1))
         ok = most >= 1
         u, n_c = _fit_count(self.units, np.maximum(most, 1))
         need = const + u * peak_unit
@@ -634,9 +697,20 @@ class Layer:
 
         return split(self.out_elems), [split(math.prod(self.shapes[r])) for r in self.refs]
 
+    def weight_chunks(self, n: int) -> np.ndarray:
+        """Weight elements each of `n` chunks reads: an embedding's table rows, split as its
+        output; zeros for any other op (its weights are held whole, `shared`)."""
+        if not self.gather:
+            return np.zeros(n, dtype=np.int64)
+        return self.chunk_split(n)[0]
+
     def _chunk_need(self, n: int) -> int:
         out, ins = self.chunk_split(n)
-        return self.d * (int((out + sum(ins)).max()) + self.shared)
+        rows = self.weight_chunks(n)
+        return self.d * (int((out + sum(ins) + rows).max()) + self.shared)
+
+    def _chunk_weight_buffer(self, n: int) -> int:
+        return self.d * (int(self.weight_chunks(n).max()) + self.shared)
 
     def _tile_chunks(self, buffer: int) -> LayerTiling:
         d = self.d
@@ -646,24 +720,31 @@ class Layer:
                 per_line = (self.out_elems + sum(map(math.prod, self.shapes.values()))) \
                     // self.lines
                 return d * (-(-self.lines // n) * per_line + self.shared)
+            rows = -(-self.out_elems // n) if self.gather else 0
             return d * (-(-self.out_elems // n) + sum(-(-math.prod(s) // n)
                                                       for s in self.shapes.values())
-                        + self.shared)
+                        + self.shared + rows)
+
+        shared = d * self.shared
+
+        def fits(n: int) -> bool:
+            return bool(self._fits(shared, bound(n) - shared, buffer))
 
         lo, hi = 1, self.lines
-        if bound(hi) > buffer:
+        if not fits(hi):
             smallest = "1 element" if self.line == 1 else f"1 line of {self.line:,} elements"
             return self._result(LoopOrder.CHUNKS, buffer, self._chunk_need(hi),
-                                d * self.shared, self.ideal_read(), d * self.weights,
-                                bands=hi, smallest=smallest)
+                                self._chunk_weight_buffer(hi), self.ideal_read(),
+                                d * self.weights, bands=hi, smallest=smallest)
         while lo < hi:  # the fewest chunks whose bound fits
             mid = (lo + hi) // 2
-            if bound(mid) <= buffer:
+            if fits(mid):
                 hi = mid
             else:
                 lo = mid + 1
-        return self._result(LoopOrder.CHUNKS, buffer, self._chunk_need(lo), d * self.shared,
-                            self.ideal_read(), d * self.weights, bands=lo)
+        return self._result(LoopOrder.CHUNKS, buffer, self._chunk_need(lo),
+                            self._chunk_weight_buffer(lo), self.ideal_read(), d * self.weights,
+                            bands=lo)
 
     def heads_need(self, rows: int) -> int:
         """Bytes a head holds with `rows` rows of the first operand per chunk: the second
@@ -671,15 +752,20 @@ class Layer:
         return self.d * (self.k * self.n + rows * (self.k + self.n) + self.shared)
 
     def _tile_heads(self, buffer: int) -> LayerTiling:
+        shared = self.d * self.shared
+
+        def fits(rows: int) -> bool:
+            return bool(self._fits(shared, self.heads_need(rows) - shared, buffer))
+
         lo, hi = 1, self.m_rows  # the most rows per chunk that fit (the need grows with them)
-        if self.heads_need(1) > buffer:
+        if not fits(1):
             return self._result(LoopOrder.HEADS, buffer, self.heads_need(1), self.d * self.shared,
                                 self.ideal_read(), self.d * self.weights, band_rows=1,
                                 bands=self.m_rows, out_block=1, out_blocks=self.heads,
                                 smallest="one head of the second operand and one row")
         while lo < hi:
             mid = (lo + hi + 1) // 2
-            lo, hi = (mid, hi) if self.heads_need(mid) <= buffer else (lo, mid - 1)
+            lo, hi = (mid, hi) if fits(mid) else (lo, mid - 1)
         rows, count = _fit_count(self.m_rows, np.array([lo]))
         return self._result(LoopOrder.HEADS, buffer, self.heads_need(int(rows[0])),
                             self.d * self.shared, self.ideal_read(), self.d * self.weights,
@@ -698,6 +784,8 @@ def _form(op: Op) -> str:
     """How an op tiles (`Layer.form`)."""
     rank4 = len(op.output_shape) == 4 and all(len(s) == 4 for s in op.input_shapes)
     kind = op.kind
+    if is_embedding(op):  # token ids in chunks, each reading its table rows
+        return "chunks"
     if kind is OpKind.LINEAR and len(op.input_shapes) == 1 and op.weight_elems \
             and op.input_shapes[0][:-1] == op.output_shape[:-1]:
         return "matrix"
