@@ -209,7 +209,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         import provenance
 
         Path(args.out).write_text(text)
-        provenance.record_outputs([args.out], inputs=args.stores, rows=rows, argv=[
+        provenance.record_outputs([args.out], inputs=args.stores, rows=rows, dram_only=True, argv=[
             "python", "experiments/orderings.py", *(sys.argv[1:] if argv is None else argv)])
     return 0
 

@@ -3,7 +3,7 @@
     python experiments/provenance.py check [--strict]        # what the test checks; exit 1 if not
     python experiments/provenance.py status                  # every result, current or stale
     python experiments/provenance.py record PATH... --command "HOW IT WAS MADE" [--inputs X...]
-                                            [--no-hash] [--scope cnn|all]
+                                            [--no-hash] [--scope cnn|all] [--dram-only]
         (inputs that are stores or exports give the fingerprint of their points, as the
         renderers do; without any, the files are taken as made now by the current code)
     python experiments/provenance.py mark-stale --reason "WHY" [PATH...]
@@ -13,7 +13,9 @@ files under ``experiments/results/``, ``docs/images/`` and the docs of `DOCS` wh
 from runs) to::
 
     {"fingerprint": "<digest of the cost models' figures the result was made with, or null>",
-     "scope": "cnn" | "all",      # the fingerprint scope its networks need (simulator.fingerprint)
+     "scope": "cnn" | "all" | "cnn/dram" | "all/dram",
+         # the fingerprint scope its networks and figures need (simulator.fingerprint.SCOPES:
+         # /dram for results that show DRAM, buffer use and fit only, not cycles or energy)
      "version": "<tool version>", "command": "<the command that wrote it>",
      "date": "<UTC time it was recorded>", "data_finished": "<UTC time of its newest point>",
      "inputs": ["<stores or exports it was rendered from>"],
@@ -139,6 +141,7 @@ def _note_current(record: dict[str, Any], fp: Any, source: str | None) -> None: 
     entry = record["fingerprints"].setdefault(fp.digest, {
         "version": fp.version, "scopes": dict(fp.scopes), "parts": dict(sorted(fp.parts.items())),
         "totals_columns": list(TOTALS), "totals": _totals(fp), "sources": []})
+    entry["scopes"] = {**entry["scopes"], **fp.scopes}  # scopes added since it was recorded
     if source and source not in entry["sources"]:
         entry["sources"] = sorted([*entry["sources"], source])
 
@@ -211,8 +214,9 @@ def _relative(path: Path, root: Path) -> str | None:
 
 def record_outputs(paths: Iterable[str | Path], *, argv: Sequence[str],
                    inputs: Iterable[str | Path] = (), rows: Any = None,  # noqa: ANN401
-                   scope: str | None = None, hashed: bool = True, record_path: Path = RECORD,
-                   root: Path = ROOT, fp: Any = None, quiet: bool = False) -> list[str]:  # noqa: ANN401
+                   scope: str | None = None, dram_only: bool = False, hashed: bool = True,
+                   record_path: Path = RECORD, root: Path = ROOT, fp: Any = None,  # noqa: ANN401
+                   quiet: bool = False) -> list[str]:
     """Record `paths` (those inside `root`; others are left out) as made by the command `argv`
     from `inputs`.
 
@@ -221,6 +225,9 @@ def record_outputs(paths: Iterable[str | Path], *, argv: Sequence[str],
             optionally ``finished``): their fingerprint and scope are recorded. None: the
             outputs were computed now, by the current code (scope ``all`` unless given).
         scope: ``cnn`` or ``all`` (default: from the rows' models).
+        dram_only: The outputs show only figures of the ``/dram`` scopes (DRAM, buffer use,
+            fit: `simulator.fingerprint.DRAM_KINDS`), so a change of the timing or energy
+            model leaves them current: the scope recorded is ``<scope>/dram``.
         hashed: Record each file's SHA-256 (files a script writes whole).
         fp: The current fingerprint (default: `current`).
 
@@ -245,6 +252,8 @@ def record_outputs(paths: Iterable[str | Path], *, argv: Sequence[str],
         if "finished" in rows and len(rows):
             finished = dt.datetime.fromtimestamp(float(rows["finished"].max()), dt.UTC)
             finished = finished.replace(microsecond=0).isoformat()
+    if dram_only and not scope.endswith("/dram"):
+        scope = f"{scope}/dram"
     if digest is not None and scope != "all":
         digest = record["fingerprints"].get(digest, {}).get("scopes", {}).get(scope) \
             if digest != fp.digest else fp.scopes[scope]
@@ -365,6 +374,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     r.add_argument("--inputs", nargs="*", default=[])
     r.add_argument("--scope", choices=("cnn", "all"),
                    help="default: from the input stores' models, else all")
+    r.add_argument("--dram-only", action="store_true",
+                   help="the files show DRAM, buffer use and fit only (not cycles or energy): "
+                        "a change of the timing or energy model leaves them current")
     r.add_argument("--no-hash", action="store_true", help="docs edited by hand: no SHA-256")
     m = sub.add_parser("mark-stale", help="mark results stale (default: every mismatch)")
     m.add_argument("paths", nargs="*", metavar="PATH")
@@ -382,7 +394,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             rows = pd.concat([store_rows(i) for i in sources], ignore_index=True)
         done = record_outputs(args.paths, argv=shlex.split(args.how), inputs=args.inputs,
-                              rows=rows, scope=args.scope, hashed=not args.no_hash)
+                              rows=rows, scope=args.scope, dram_only=args.dram_only,
+                              hashed=not args.no_hash)
         entries = load_record()["results"]
         for name in done:
             print(f"recorded {name}: fingerprint {entries[name]['fingerprint']} "

@@ -580,6 +580,9 @@ def _render_buffer_sweep(rows: pd.DataFrame, out: Path) -> list[Path]:
 
 
 NAMES = (*(s.name for s in SETUPS), "buffer_sweep")
+DRAM_ONLY = frozenset(s.name for s in SETUPS)
+"""The setups whose outputs show DRAM, buffer use and fit only (the buffer sweep's table has
+cycles and energy too): recorded in a ``/dram`` provenance scope."""
 """The setups by output stem (``--only``)."""
 
 
@@ -633,7 +636,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     command = ["python", "experiments/render_tables.py",
                *(sys.argv[1:] if argv is None else argv)]
     for name, paths in written.items():
-        provenance.record_outputs(paths, argv=command, inputs=args.stores, rows=found[name])
+        provenance.record_outputs(paths, argv=command, inputs=args.stores, rows=found[name],
+                                  dram_only=name in DRAM_ONLY)
         print(f"{name}: {', '.join(str(x) for x in paths)}")
     return 0
 

@@ -197,11 +197,12 @@ def main(argv: list[str] | None = None) -> int:
             used.append(rows)
         provenance.record_outputs([args.out / f"{kind}.md", args.out / f"{kind}.csv",
                                    args.figures / f"{kind}.png"], argv=command,
-                                  inputs=[store], rows=rows)
+                                  inputs=[store], rows=rows, dram_only=True)
         print(f"{kind}: {len(t)} rows -> {args.out / (kind + '.md')}, "
               f"{args.figures / (kind + '.png')}")
     if args.doc:
         provenance.record_outputs([args.doc], argv=command, hashed=False, rows=pd.concat(used),
+                                  dram_only=True,
                                   inputs=[s for s in (args.resolution, args.sequence) if s])
         print(f"tables of {args.doc} replaced")
     return 0

@@ -24,8 +24,11 @@ bytes, peak occupancy, MACs and energy per group (or that it cannot run). Floats
 are rounded to `SIGNIFICANT` digits, so a change in the last bits of a sum (another summation
 order) is not a change of a figure.
 
-Two scopes (`SCOPES`): ``all`` hashes every figure (`Fingerprint.digest`), ``cnn`` only those
-of the CNNs, so a result on CNNs alone stays current when only transformer figures move.
+Scopes (`SCOPES`): ``all`` hashes every figure (`Fingerprint.digest`), ``cnn`` only those
+of the CNNs, so a result on CNNs alone stays current when only transformer figures move;
+``all/dram`` and ``cnn/dram`` hash only the figures that decide which plans fit and what they
+move (`DRAM_KINDS`), so a result of DRAM alone stays current when only the timing or energy
+model moves.
 Per-network and per-kind digests (`Fingerprint.parts`: dram, buffer, fits, cycles, energy,
 simulator) say what changed. The digests are over the figures only; the tool version is
 reported next to them (`Fingerprint.version`), never hashed in, so a version bump alone changes
@@ -114,10 +117,17 @@ NETWORKS: dict[str, tuple[str, Callable[[], Any]]] = {
 """The networks of the reference set, by name: their kind (the zoo's: ``cnn`` or
 ``transformer``) and a builder of the graph."""
 
-SCOPES = ("cnn", "all")
+SCOPES = ("cnn", "all", "cnn/dram", "all/dram")
 """What a fingerprint digest covers: the figures of the CNNs of the reference set (``cnn``),
-or of every network (``all``). A result on CNNs only depends on the ``cnn`` scope, so a change
-that moves only transformer figures leaves it current."""
+or of every network (``all``); with ``/dram``, only the figures that decide which plans fit and
+what they move: each group's ops, dataflow, buffer, DRAM and fit figures and the plan totals of
+those kinds (not cycles, energy or the simulator's run). A result on CNNs only depends on the
+``cnn`` scope, so a change that moves only transformer figures leaves it current; a result that
+shows DRAM, buffer use and fit only (tables of DRAM, DRAM curves) depends on a ``/dram`` scope,
+so a change to the timing or energy model leaves it current."""
+
+DRAM_KINDS = ("buffer", "dram", "fits")
+"""The figure kinds of the ``/dram`` scopes."""
 
 SIMULATED: dict[str, tuple[str, Callable[[], Any]]] = {
     "squeezenet1_0@64": ("cnn", _zoo("squeezenet1_0", (1, 3, 64, 64))),
@@ -266,6 +276,14 @@ def _digest(value: Any) -> str:  # noqa: ANN401 - JSON-ready
 _KINDS = ("dram", "buffer", "fits", "cycles", "energy")
 
 
+def _dram_figures(figures: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The figures of `DRAM_KINDS` of the costed plans among `figures` (the ``/dram`` scopes)."""
+    keep = ("ops", "scheme", "runs_alone", *DRAM_KINDS)
+    return {k: {"groups": [{f: g[f] for f in keep} for g in v["groups"]],
+                "totals": {f: v["totals"][f] for f in DRAM_KINDS}}
+            for k, v in figures.items() if "totals" in v}
+
+
 def compute(version: str | None = None) -> Fingerprint:
     """The fingerprint of the code as it is now (a few seconds; see `fingerprint`)."""
     import time
@@ -298,6 +316,8 @@ def compute(version: str | None = None) -> Fingerprint:
     cnn = {k: v for k, v in figures.items() if kind[k.split("/")[0]] == "cnn"}
     scopes = {"cnn": _digest({"schema": SCHEMA, "figures": cnn}),
               "all": _digest({"schema": SCHEMA, "figures": figures})}
+    for name, chosen in (("cnn", cnn), ("all", figures)):
+        scopes[f"{name}/dram"] = _digest({"schema": SCHEMA, "figures": _dram_figures(chosen)})
     return Fingerprint(digest=scopes["all"], scopes=scopes, parts=parts,
                        version=version or tool_version(), totals=totals, seconds=seconds)
 

@@ -94,6 +94,44 @@ def test_a_changed_cost_model_changes_the_fingerprint_and_fails_the_check(
     assert "dram" in why and "/brr/" in why and "buffer" not in why.split(";")[0]
 
 
+def test_an_energy_change_leaves_results_of_dram_alone_current(monkeypatch, fresh_costs,
+                                                                 tmp_path):
+    """A result that shows only DRAM, buffer use and fit (a ``/dram`` scope) stays current when
+    only the energy model moves; one that shows energy does not."""
+    code = provenance.current()
+    brr = COST_MODELS[Scheme.BRR]
+
+    def dearer_macs(graph, ops, hw):  # every BRR MAC costs 1 pJ more: energy only
+        cost = brr(graph, ops, hw)
+        timing = dataclasses.replace(cost.timing,
+                                     energy_mac_pj=cost.timing.energy_mac_pj + cost.macs)
+        return dataclasses.replace(cost, timing=timing)
+
+    monkeypatch.setattr(dataflow(Scheme.BRR), "cost", dearer_macs)
+    changed = fpm.compute()
+    moved = {k for k in code.parts if changed.parts[k] != code.parts[k]}
+    assert "energy" in moved and not moved & {"dram", "buffer", "fits", "cycles"}
+    assert changed.digest != code.digest and changed.scopes["cnn"] != code.scopes["cnn"]
+    assert changed.scopes["cnn/dram"] == code.scopes["cnn/dram"]
+    assert changed.scopes["all/dram"] == code.scopes["all/dram"]
+
+    tree, rec = _tree(tmp_path)
+    (tree / "experiments/results/e.md").write_text("| energy | 1 |\n")
+    provenance.record_outputs([tree / "experiments/results/t.md"], argv=["tables"],
+                              dram_only=True, record_path=rec, root=tree, fp=code)
+    provenance.record_outputs([tree / "experiments/results/e.md"], argv=["energy"],
+                              record_path=rec, root=tree, fp=code)
+    entries = json.loads(rec.read_text())["results"]
+    assert entries["experiments/results/t.md"]["scope"] == "all/dram"
+    assert entries["experiments/results/t.md"]["fingerprint"] == code.scopes["all/dram"]
+    problems = provenance.check(rec, tree, fp=changed)
+    assert problems[0] == (f"experiments/results/e.md: made with cost-model fingerprint "
+                           f"{code.digest} (all scope), the code's is {changed.digest}")
+    assert len(problems) == 2 and problems[1].startswith(f"fingerprint {code.digest} -> ")
+    changed_parts = problems[1].split("parts changed: ")[1].split(";")[0].split(", ")
+    assert "energy" in changed_parts and "dram" not in changed_parts
+
+
 def _tree(tmp_path: Path) -> tuple[Path, Path]:
     tree = tmp_path / "repo"
     (tree / "experiments/results").mkdir(parents=True)
