@@ -176,8 +176,11 @@ def incompatibility(graph: ComputeGraph, ops: Sequence[int]) -> str:
 
 
 def group_cost(graph: ComputeGraph, ops: Sequence[int], hw: HardwareConfig) -> GroupCost:
-    """F_beta, F_D, cycles and energy of `ops` as one BRR group, at its best configuration."""
+    """F_beta, F_D, cycles and energy of `ops` as one BRR group, at its best configuration
+    (split buffers: `_split_cost`)."""
     ops = tuple(sorted(ops))
+    if hw.is_split:
+        return _split_cost(graph, ops, hw, incompatibility(graph, ops))
     return _compiled_cost(graph, ops, hw, incompatibility(graph, ops))
 
 
@@ -295,6 +298,8 @@ def chosen_tiling(graph: ComputeGraph, ops: Sequence[int],
     if incompatibility(graph, ops):
         return None
     layout = _Layout(graph, ops, row_deps(graph), accumulator_elems(hw.dtype_bytes))
+    if hw.is_split:
+        return _search_split(layout, _split_caps(hw))[0]
     return _search(layout, hw.buffer_bytes // hw.dtype_bytes)[0]
 
 
@@ -316,6 +321,8 @@ def tile_cost(graph: ComputeGraph, ops: Sequence[int], tiles: int, hw: HardwareC
     limit = hw.buffer_bytes // hw.dtype_bytes
     block = _blocks(layout, (tiles,))[tiles]
     mask = None if resident is None else [w.op in set(resident) for w in layout.weighted]
+    if hw.is_split:
+        return _configure_split(block, _split_caps(hw), mask)[0]
     return _configure(block, limit, mask)
 
 
@@ -568,6 +575,193 @@ def _slices(b: _Block, i: int, budget: int) -> tuple[OpWeights, int]:
         base, per = b.sliced(i)
         need_at = int((base + chunk * per).max()) + first
     return OpWeights(w.op, False, split, s, chunk, first), need_at
+
+
+# --- split buffers: weights in one buffer, activations in the other ---------------------------
+
+
+def _split_caps(hw: HardwareConfig) -> tuple[int, int]:
+    """(weight buffer, activation buffer) in elements."""
+    return hw.weight_capacity // hw.dtype_bytes, hw.activation_capacity // hw.dtype_bytes
+
+
+def _split_cost(graph: ComputeGraph, ops: tuple[int, ...], hw: HardwareConfig,
+                incompatible: str) -> GroupCost:
+    """`group_cost` with split buffers (docs/cost-model.md 4.2, "Split buffers"): the same
+    configurations (tile count, residency, slices), each op position's weights (the resident
+    ones and its own slice) held in the weight buffer and its activations in the activation
+    buffer. F_beta is the weight buffer's peak plus the activation buffer's."""
+    layout = _Layout(graph, ops, row_deps(graph), accumulator_elems(hw.dtype_bytes))
+    caps = _split_caps(hw)
+    if incompatible:
+        one = _blocks(layout, (1,))[1]
+        t = _configure_split(one, caps)[0]
+        return _as_group_cost(graph, ops, hw, t, layout.write_elems,
+                              Failure.BRR_INCOMPATIBLE, incompatible, layout)
+    t, fits = _search_split(layout, caps)
+    d, reason = hw.dtype_bytes, ""
+    if not fits:
+        w = t.weight_buffer_elems
+        reason = (f"needs {w * d:,} B of weights (weight buffer {hw.weight_capacity:,} B) "
+                  f"and {(t.buffer_elems - w) * d:,} B of activations (activation buffer "
+                  f"{hw.activation_capacity:,} B) at best ({t.tiles} tiles, every weight "
+                  "streamed in its finest slices)")
+    return _as_group_cost(graph, ops, hw, t, layout.write_elems,
+                          None if fits else Failure.OVER_BUFFER, reason, layout)
+
+
+def _search_split(layout: _Layout, caps: tuple[int, int]) -> tuple[TileCost, bool]:
+    """`_search` with split buffers: of the tile counts 1, the powers of two below the
+    tallest height and that height (then a bisection towards the fewest that fit, as in
+    `_search`), the fitting configuration of least F_D (ties: fewer tiles), else the least
+    demanding one (not fitting). Returns it and whether it fits."""
+    tmax = int(layout.heights.max())
+    counts = tuple(sorted({1, tmax, *(1 << k for k in range(tmax.bit_length()))}))
+    blocks = _blocks(layout, counts)
+    fitting = [t for t in counts if _split_least(blocks[t], caps) is not None]
+    if not fitting:
+        least = min(blocks.values(), key=lambda b: (b.least, b.tiles))
+        return _configure_split(least, caps)
+    if fitting[0] > 1:
+        lo, hi = max(t for t in counts if t < fitting[0]), fitting[0]
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            blocks.update(_blocks(layout, (mid,)))
+            fits = _split_least(blocks[mid], caps) is not None
+            lo, hi = (lo, mid) if fits else (mid, hi)
+            if fits:
+                fitting.append(mid)
+    best, best_key = None, None
+    for t in sorted(fitting):
+        config, fits = _configure_split(blocks[t], caps)
+        key = (config.act_read_elems + config.weight_read_elems, t)
+        if fits and (best_key is None or key < best_key):
+            best, best_key = config, key
+    assert best is not None
+    return best, True
+
+
+def _split_least(b: _Block, caps: tuple[int, int]) -> list[int] | None:
+    """Per op with weights, the fewest weight elements it can stream with at block b (its
+    finest slice of a split whose activations fit the activation buffer); None when the
+    block cannot fit at all."""
+    w_cap, a_cap = caps
+    if b.floor > a_cap:
+        return None
+    least = []
+    for i, w in enumerate(b.layout.weighted):
+        options = [w.first_out] if b.held_w[i] <= a_cap else []
+        if w.in_channels:
+            base, per = b.sliced(i)
+            if int((base + per).max()) <= a_cap:
+                options.append(w.first_in)
+        if not options:
+            return None
+        least.append(min(options))
+    return least if max(least, default=0) <= w_cap else None
+
+
+def _residency_split(b: _Block, least: list[int], caps: tuple[int, int]) -> list[bool]:
+    """Which ops keep their weights resident at b's tile count with split buffers: none at
+    T = 1; else, for each bound V on the largest streamed slice (0 and every op's least
+    slice), the ops whose least slice exceeds V resident, and the others whose activations
+    fit next to their whole weights filling the weight buffer less V (`_fill`); the most
+    resident weights over the bounds."""
+    k = len(b.layout.weighted)
+    if b.tiles == 1 or not k:
+        return [False] * k
+    w_cap, a_cap = caps
+    elems = b.layout.w_elems
+    eligible = [b.held_w[i] <= a_cap for i in range(k)]
+    best_total, best = -1, [False] * k
+    for v in sorted({0, *least}):
+        forced = [i for i in range(k) if least[i] > v]
+        total = sum(elems[i] for i in forced)
+        if not all(eligible[i] for i in forced) or total + v > w_cap:
+            continue
+        free = sorted((i for i in range(k) if least[i] <= v and eligible[i]),
+                      key=lambda i: (-elems[i], i))
+        added, chosen = _fill([elems[i] for i in free], w_cap - v - total)
+        if total + added > best_total:
+            best_total = total + added
+            best = [False] * k
+            for i in [*forced, *(free[j] for j in chosen)]:
+                best[i] = True
+    return best
+
+
+def _configure_split(b: _Block, caps: tuple[int, int],
+                     resident: list[bool] | None = None) -> tuple[TileCost, bool]:
+    """`_configure` with split buffers: streamed ops in the fewest slices whose weights fit
+    the weight buffer less the resident weights and whose activations fit the activation
+    buffer, or in their finest slices when the configuration does not fit. Returns the
+    configuration (``buffer_elems``: the weight peak plus the activation peak) and whether
+    it fits."""
+    layout = b.layout
+    w_cap, a_cap = caps
+    least = _split_least(b, caps)
+    if resident is None:
+        resident = (_residency_split(b, least, caps) if least is not None
+                    else [False] * len(layout.weighted))
+    total = sum(e for e, r in zip(layout.w_elems, resident, strict=True) if r)
+    fits = least is not None and all(
+        b.held_w[i] <= a_cap for i, r in enumerate(resident) if r) and total + max(
+        (x for x, r in zip(least, resident, strict=True) if not r), default=0) <= w_cap
+    w_peak, a_peak, plans = 0, b.floor, []
+    for i, w in enumerate(layout.weighted):
+        if resident[i]:
+            plans.append(OpWeights(w.op, True, "out", 1, w.out_channels, w.elems))
+            a_peak = max(a_peak, b.held_w[i])
+            continue
+        plan, acts = (_slices_split(b, i, w_cap - total, a_cap) if fits
+                      else _finest_split(b, i))
+        plans.append(plan)
+        w_peak, a_peak = max(w_peak, plan.slice_elems), max(a_peak, acts)
+    streamed = sum(e for e, r in zip(layout.w_elems, resident, strict=True) if not r)
+    return TileCost(b.tiles, streamed > 0, total + w_peak + a_peak, b.act,
+                    total + b.tiles * streamed, b.macs, tuple(plans), layout.allowance,
+                    layout.acc), fits
+
+
+def _finest_split(b: _Block, i: int) -> tuple[OpWeights, int]:
+    """`_finest` with its activations apart: (plan, activation elements at the position)."""
+    plan, need = _finest(b, i)
+    return plan, need - plan.slice_elems
+
+
+def _slices_split(b: _Block, i: int, w_room: int, a_cap: int) -> tuple[OpWeights, int]:
+    """Op i streamed in the fewest slices of at most `w_room` weight elements whose
+    activations fit `a_cap` (ties: output-channel slices): (plan, activation elements)."""
+    w = b.layout.weighted[i]
+    best: tuple[int, str, int] | None = None  # (slices, split, chunk)
+    if b.held_w[i] <= a_cap:
+        c = _largest_chunk(w_room, w.elems, w.out_channels)
+        if c:
+            s = -(-w.out_channels // c)
+            best = (s, "out", -(-w.out_channels // s))
+    if w.in_channels:
+        base, per = b.sliced(i)
+
+        def fits(c: int) -> bool:
+            return (int((base + c * per).max()) <= a_cap
+                    and slice_elems(w.elems, w.in_channels, 0, c) <= w_room)
+
+        if fits(1):
+            lo, hi = 1, w.in_channels
+            while hi > lo:
+                mid = (lo + hi + 1) // 2
+                lo, hi = (mid, hi) if fits(mid) else (lo, mid - 1)
+            s = -(-w.in_channels // lo)
+            if best is None or s < best[0]:
+                best = (s, "in", -(-w.in_channels // s))
+    assert best is not None, "a fitting configuration streams every op in some slices"
+    s, split, chunk = best
+    chans = w.out_channels if split == "out" else w.in_channels
+    plan = OpWeights(w.op, False, split, s, chunk, slice_elems(w.elems, chans, 0, chunk))
+    if split == "out":
+        return plan, int(b.held_w[i])
+    base, per = b.sliced(i)
+    return plan, int((base + chunk * per).max())
 
 
 class _Block:

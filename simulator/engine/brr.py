@@ -70,7 +70,8 @@ class _BrrGroup:
     def run(self) -> Generator[Any, Any, None]:
         m, resident = self.m, [w for w in self.tiling.weights if w.resident]
         for w in resident:
-            yield from m.alloc(w.slice_elems * self.d, f"the weights of {self.name[w.op]!r}")
+            yield from m.alloc(w.slice_elems * self.d, f"the weights of {self.name[w.op]!r}",
+                               "weights")
             self.ready[w.op] = m.transfer(w.slice_elems * self.d, f"{self.name[w.op]}.weights")
         for o in self.sums:  # running sums of global poolings live from the first tile to the last
             yield from m.alloc(self.row_bytes[o], f"the running sum of {self.name[o]!r}")
@@ -82,7 +83,7 @@ class _BrrGroup:
         for o in self.sums:
             yield from m.free(self.row_bytes[o])
         for w in resident:
-            yield from m.free(w.slice_elems * self.d)
+            yield from m.free(w.slice_elems * self.d, "weights")
 
     def _tile(self, j: int) -> Generator[Any, Any, None]:
         m, graph, refs = self.m, self.graph, self.regions.refs
@@ -125,10 +126,10 @@ class _BrrGroup:
         chans = channels(self.graph[o].output_shape)
         for a, b in slice_bounds(chans, plan.slices):
             w = slice_elems(elems, chans, a, b) * self.d
-            yield from m.alloc(w, f"weight slice {a}:{b} of {self.name[o]!r}")
+            yield from m.alloc(w, f"weight slice {a}:{b} of {self.name[o]!r}", "weights")
             yield from m.wait_until(m.transfer(w, f"{self.name[o]}.weights"))
             yield from m.compute(macs * b // chans - macs * a // chans, reads)
-            yield from m.free(w)
+            yield from m.free(w, "weights")
 
     def _input_slices(self, o: int, plan: OpWeights, j: int, rows: int, macs: int,
                       out_bytes: int, last_tile: bool) -> Generator[Any, Any, None]:
@@ -143,11 +144,11 @@ class _BrrGroup:
         for a, b in slice_bounds(chans, plan.slices):
             xb, w = per_channel * (b - a), slice_elems(elems, chans, a, b) * self.d
             yield from m.alloc(xb, f"tile {j} of {self.name[x]!r}, channels {a}:{b}")
-            yield from m.alloc(w, f"weight slice {a}:{b} of {self.name[o]!r}")
+            yield from m.alloc(w, f"weight slice {a}:{b} of {self.name[o]!r}", "weights")
             ready = m.transfer(xb, self.name[x]) if xb else 0
             yield from m.wait_until(max(ready, m.transfer(w, f"{self.name[o]}.weights")))
             yield from m.compute(macs * b // chans - macs * a // chans, xb)
-            yield from m.free(xb + w)
+            yield from m.free_both(xb, w)
         yield from m.free(partial - out_bytes)
         if last_tile:
             self._drop_unread(x)

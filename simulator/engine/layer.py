@@ -66,11 +66,13 @@ class _Run:
 
     # --- helpers --------------------------------------------------------------------------
 
-    def _load(self, nbytes: int, what: str, tensor: str) -> Generator[Any, Any, int]:
-        """Take `nbytes` and queue their DRAM read; returns when they are usable."""
+    def _load(self, nbytes: int, what: str, tensor: str,
+              role: str = "activations") -> Generator[Any, Any, int]:
+        """Take `nbytes` of the buffer holding `role` and queue their DRAM read; returns when
+        they are usable."""
         if nbytes <= 0:
             return 0
-        yield from self.m.alloc(nbytes, what)
+        yield from self.m.alloc(nbytes, what, role)
         return self.m.transfer(nbytes, tensor)
 
     def _compute(self, work: int, total: int, reads: int) -> Generator[Any, Any, None]:
@@ -92,7 +94,7 @@ class _Run:
     def run(self) -> Generator[Any, Any, None]:
         shared = self.d * self.layer.shared
         self.ready = yield from self._load(shared, f"the weights of {self.op.name!r}",
-                                           self.w_name)
+                                           self.w_name, "weights")
         if self.t.order is LoopOrder.CHUNKS:
             yield from self._chunks()
         elif self.t.order is LoopOrder.HEADS:
@@ -103,7 +105,7 @@ class _Run:
             yield from self._channels()
         else:
             yield from self._matrix()
-        yield from self.m.free(shared)
+        yield from self.m.free(shared, "weights")
 
     # --- matrix ops -------------------------------------------------------------------------
 
@@ -132,11 +134,12 @@ class _Run:
                     for k, (_, c_i) in enumerate(ic):
                         wb = weight_block(c_o, k, c_i)
                         w_ready = yield from self._load(wb, f"a weight block of "
-                                                        f"{self.op.name!r}", self.w_name)
+                                                        f"{self.op.name!r}", self.w_name,
+                                                        "weights")
                         yield from m.wait_until(max(x_ready, w_ready, self.ready))
                         yield from self._compute(c_o * band.out_rows * c_i, total,
                                                  xb * c_i // L.c_in + wb)
-                        yield from m.free(wb)
+                        yield from m.free(wb, "weights")
                     yield from self._write(d * c_o * L.out_row * band.out_rows)
                     yield from m.free(sums)
                 yield from m.free(xb)
@@ -144,7 +147,7 @@ class _Run:
         for _, c_o in oc:  # weights outer, blocks
             held = d * c_o * L.per_oc if t.order is LoopOrder.WEIGHTS_OUTER else 0
             w_ready = yield from self._load(held, f"the weights of {c_o} output channels of "
-                                            f"{self.op.name!r}", self.w_name)
+                                            f"{self.op.name!r}", self.w_name, "weights")
             for n, band in enumerate(bands):
                 sums = c_o * L.out_row * band.out_rows * acc
                 yield from m.alloc(sums, f"the partial sums of {self.op.name!r}")
@@ -154,16 +157,16 @@ class _Run:
                                                     f"{x_name!r}", x_name)
                     wb = 0 if held else weight_block(c_o, k, c_i)
                     b_ready = yield from self._load(wb, f"a weight block of {self.op.name!r}",
-                                                    self.w_name)
+                                                    self.w_name, "weights")
                     yield from m.wait_until(max(x_ready, w_ready, b_ready, self.ready))
                     yield from self._compute(c_o * band.out_rows * c_i, total, xb + wb)
                     yield from m.free(xb)
-                    yield from m.free(wb)
+                    yield from m.free(wb, "weights")
                 if n == len(bands) - 1:
                     self._drop(unread, x_ref)
                 yield from self._write(d * c_o * L.out_row * band.out_rows)
                 yield from m.free(sums)
-            yield from m.free(held)
+            yield from m.free(held, "weights")
 
     # --- channel-separable ops --------------------------------------------------------------
 
@@ -184,9 +187,9 @@ class _Run:
             block_ready = self.ready
             w = d * u * L.w_unit
             ready = yield from self._load(w, f"the weights of {u} channels of "
-                                          f"{self.op.name!r}", self.w_name)
+                                          f"{self.op.name!r}", self.w_name, "weights")
             block_ready = max(block_ready, ready)
-            held = w
+            held = 0
             for r, per_unit in L.held_block:
                 ready = yield from self._load(u * per_unit, f"{u} channels of "
                                               f"{self.names[r]!r}", self.names[r])
@@ -217,7 +220,7 @@ class _Run:
                         self._drop(u * unread[k], b.ref)
             if reduce:
                 yield from self._write(d * u * L.acc_unit)
-            yield from m.free(held)
+            yield from m.free_both(held, w)
         yield from m.free(whole)
 
     def _pieces(self, k: int, u0: int, u: int, per_unit: int) -> list[tuple[int, int]]:

@@ -120,7 +120,7 @@ class _LbdfGroup:
         for o in self.ops:
             w = self.graph[o].weight_elems * d
             if w:
-                yield from self.m.alloc(w, f"the weights of {self.graph[o].name!r}")
+                yield from self.m.alloc(w, f"the weights of {self.graph[o].name!r}", "weights")
                 self.weights_ready[o] = self.m.transfer(w, f"{self.graph[o].name}.weights")
 
     def _request(self, k: int, j: int) -> Generator[Any, Any, None]:
@@ -201,4 +201,4 @@ class _LbdfGroup:
             self.held = 0
         d = self.m.hw.dtype_bytes
         for o in self.ops:
-            yield from self.m.free(self.graph[o].weight_elems * d)
+            yield from self.m.free(role="weights", nbytes=self.graph[o].weight_elems * d)

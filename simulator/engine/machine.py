@@ -6,11 +6,13 @@
 * PE array: executes one row (or one tile of an op) at a time, ceil(MACs / MACs-per-cycle)
   cycles; ops without MACs (activations, pooling, elementwise) are applied on the fly as data
   passes through and take no cycles, as in the analytic model.
-* Buffer: a simpy Container of the hardware's capacity, enforced for every group (fused,
-  layer by layer, tiled): occupancy never exceeds it. Allocation blocks while the buffer is
-  full; the only process that frees is the one that allocates, so a blocked allocation is a
-  deadlock. simpy ends such a run silently: `Machine.run_group` detects it and raises
-  `SimulationError` naming the group.
+* Buffer: a simpy Container per on-chip buffer of the hardware (`HardwareConfig.buffers`: one
+  shared, or a weight and an activation buffer), each enforced for every group (fused, layer by
+  layer, tiled): occupancy never exceeds its capacity. Every allocation names its role
+  (weights or activations); with one shared buffer both roles take from it. Allocation
+  blocks while its buffer is full; the only process that frees is the one that allocates,
+  so a blocked allocation is a deadlock. simpy ends such a run silently:
+  `Machine.run_group` detects it and raises `SimulationError` naming the group and buffer.
 """
 
 from __future__ import annotations
@@ -64,15 +66,20 @@ class Machine:
     def __init__(self, hw: HardwareConfig, record: bool = True) -> None:
         self.hw = hw
         self.env = simpy.Environment()
-        self.buffer = simpy.Container(self.env, capacity=hw.buffer_bytes, init=0)
-        self.level = 0  # bytes held (always the Container's level)
+        self.buffers = {role: simpy.Container(self.env, capacity=size, init=0)
+                        for role, size in hw.buffers}
+        self.capacity = dict(hw.buffers)
+        self.level = 0  # bytes held, all buffers together
         self.peak = 0
+        self.levels = dict.fromkeys(self.buffers, 0)  # bytes held per buffer
+        self.peaks = dict.fromkeys(self.buffers, 0)
         self.channel_free = 0
         self.record = record
         self.occupancy: list[tuple[int, int]] = [(0, 0)]
         self.transfers: list[Transfer] = []
         self.counters = _Counters()
         self._waiting_for: str = ""
+        self._waiting_in: str = "shared"
 
     @property
     def now(self) -> int:
@@ -83,7 +90,12 @@ class Machine:
         """Start counting a new group; returns the finished group's counters."""
         done, self.counters = self.counters, _Counters()
         self.peak = self.level
+        self.peaks = dict(self.levels)
         return done
+
+    def buffer_of(self, role: str) -> str:
+        """The buffer holding data of `role` (``weights`` or ``activations``)."""
+        return role if role in self.buffers else "shared"
 
     # --- DRAM -------------------------------------------------------------------------------
 
@@ -122,27 +134,43 @@ class Machine:
 
     # --- buffer -----------------------------------------------------------------------------
 
-    def alloc(self, nbytes: int, what: str) -> Generator[Any, Any, None]:
-        """Take `nbytes` of buffer, waiting (possibly forever) while it is full."""
+    def alloc(self, nbytes: int, what: str,
+              role: str = "activations") -> Generator[Any, Any, None]:
+        """Take `nbytes` of the buffer holding `role` (``weights`` or ``activations``),
+        waiting (possibly forever) while it is full."""
         if nbytes <= 0:
             return
         self.counters.events += 1
         self.counters.buffer_bytes += nbytes
+        buffer = self.buffer_of(role)
         self._waiting_for = what
-        yield self.buffer.put(nbytes)
+        self._waiting_in = buffer
+        yield self.buffers[buffer].put(nbytes)
         self._waiting_for = ""
-        self._set_level(self.level + nbytes)
+        self._set_level(buffer, nbytes)
 
-    def free(self, nbytes: int) -> Generator[Any, Any, None]:
-        """Return `nbytes` to the buffer."""
+    def free(self, nbytes: int, role: str = "activations") -> Generator[Any, Any, None]:
+        """Return `nbytes` to the buffer holding `role`."""
         if nbytes <= 0:
             return
         self.counters.events += 1
-        yield self.buffer.get(nbytes)
-        self._set_level(self.level - nbytes)
+        buffer = self.buffer_of(role)
+        yield self.buffers[buffer].get(nbytes)
+        self._set_level(buffer, -nbytes)
 
-    def _set_level(self, level: int) -> None:
-        self.level = level
+    def free_both(self, act_bytes: int, weight_bytes: int) -> Generator[Any, Any, None]:
+        """Return `act_bytes` of activations and `weight_bytes` of weights at once (one
+        release of a shared buffer, one per buffer when split)."""
+        if self.buffer_of("weights") == self.buffer_of("activations"):
+            yield from self.free(act_bytes + weight_bytes)
+        else:
+            yield from self.free(act_bytes)
+            yield from self.free(weight_bytes, "weights")
+
+    def _set_level(self, buffer: str, change: int) -> None:
+        self.levels[buffer] += change
+        self.peaks[buffer] = max(self.peaks[buffer], self.levels[buffer])
+        level = self.level = self.level + change
         self.peak = max(self.peak, level)
         if self.record:
             if self.occupancy[-1][0] == self.now:
@@ -164,8 +192,10 @@ class Machine:
         self.env.process(wrapper())
         self.env.run()
         if not finished:
+            buffer = self._waiting_in
+            name = "buffer" if buffer == "shared" else f"{buffer[:-1]} buffer"
             raise SimulationError(
                 f"group {label} cannot run: allocating {self._waiting_for} would exceed the "
-                f"buffer ({self.level:,} B held of {self.hw.buffer_bytes:,} B) and nothing can "
-                "be freed before it (the plan does not fit this buffer)"
+                f"{name} ({self.levels[buffer]:,} B held of {self.capacity[buffer]:,} B) and "
+                f"nothing can be freed before it (the plan does not fit this {name})"
             )

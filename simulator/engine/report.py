@@ -31,6 +31,9 @@ class GroupSim:
             weights_streamed: BRR weight streaming.
         tiling: How an op on its own ran (LBL mode): its rows streamed, or its tiling in
             words (`simulator.cost.lbl.LayerTiling.describe`); "" otherwise.
+        peak_by_buffer: With split buffers, the highest occupancy of each buffer as (role,
+            bytes) (`simulator.hw.HardwareConfig.buffers`); empty with one shared buffer,
+            whose peak is `peak_buffer_bytes`.
     """
 
     index: int
@@ -49,6 +52,7 @@ class GroupSim:
     tiles: int = 1
     weights_streamed: bool = False
     tiling: str = ""
+    peak_by_buffer: tuple[tuple[str, int], ...] = ()
 
     @property
     def cycles(self) -> int:
@@ -76,6 +80,7 @@ class GroupSim:
             "peak_buffer_bytes": self.peak_buffer_bytes, "macs": self.macs,
             "tiles": self.tiles, "weights_streamed": self.weights_streamed,
             "tiling": self.tiling,
+            **({"peak_by_buffer": dict(self.peak_by_buffer)} if self.peak_by_buffer else {}),
         }
 
 
@@ -131,6 +136,16 @@ class SimReport:
     def peak_buffer_bytes(self) -> int:
         """Highest occupancy over the run."""
         return max((g.peak_buffer_bytes for g in self.groups), default=0)
+
+    @property
+    def peak_by_buffer(self) -> dict[str, int]:
+        """With split buffers, the highest occupancy of each buffer over the run (empty with
+        one shared buffer)."""
+        peaks: dict[str, int] = {}
+        for g in self.groups:
+            for role, peak in g.peak_by_buffer:
+                peaks[role] = max(peaks.get(role, 0), peak)
+        return peaks
 
     def totals(self) -> dict[str, Any]:
         """Run-level figures as a JSON-ready dict (stable keys)."""

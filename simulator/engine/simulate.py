@@ -77,6 +77,7 @@ def _run_group(m: Machine, graph: ComputeGraph, k: int, cost: GroupCost,
         peak_buffer_bytes=m.peak, macs=c.macs, events=c.events,
         buffer_traffic_bytes=c.buffer_bytes, tiles=run.tiles,
         weights_streamed=run.weights_streamed, tiling=run.tiling,
+        peak_by_buffer=tuple(m.peaks.items()) if hw.is_split else (),
     )
 
 
