@@ -19,8 +19,15 @@ key                    required  meaning
 ``clock``              yes       Hz: ``1e9``, ``700e6``, ``1GHz``, ``700MHz``, ``200 MHz``
 ``macs_per_cycle``     yes       PE-array throughput (> 0)
 ``buffer_bandwidth``   yes       on-chip buffer bytes per cycle (> 0)
-``energy``             yes       mapping of ``dram_pj_per_byte``, ``buffer_pj_per_byte`` and
-                                 ``mac_pj`` (each >= 0, so a term can be switched off)
+``energy``             yes       mapping of ``dram_pj_per_byte``, ``mac_pj`` and optionally
+                                 ``buffer_pj_per_byte`` (each >= 0, so a term can be switched
+                                 off); without ``buffer_pj_per_byte`` the buffer's access
+                                 energy is the SRAM model's at its capacity (``sram``)
+``sram``               no        how the buffers are built: ``node_nm`` (90, 65, 45, 32, 28,
+                                 22; default 45), ``banks`` (1), ``word_bytes`` (8),
+                                 ``array_efficiency`` (0.7), ``leakage_pw_per_bit`` (the
+                                 node's), ``table`` (a CSV file or a list of rows replacing
+                                 the model), ``source``: `simulator.sram`, docs/hardware.md
 ``lbdf_buffer``        no        LBDF line-buffer granularity: ``pixel`` (default, the
                                  paper's Fig. 1 line buffer: (k-1) rows + k pixels per k x k
                                  window) or ``row`` (whole rows); docs/cost-model.md 4.1
@@ -29,8 +36,8 @@ key                    required  meaning
 Unknown keys are rejected (with a suggestion), and every error is one line naming the file,
 the key and the offending value. Overrides (``load_hw(spec, {"buffer": "128KiB"})`` or
 `HardwareConfig.with_overrides`) use the same key names, or the `HardwareConfig` field names
-(``buffer_bytes=131072``), or ``energy.mac_pj`` for one energy figure; they are validated the
-same way and errors name the override.
+(``buffer_bytes=131072``), or ``energy.mac_pj`` / ``sram.node_nm`` for one figure of a section;
+they are validated the same way and errors name the override.
 
 Split buffers: ``weight_buffer`` and ``activation_buffer`` come together; ``buffer`` then
 follows as their sum (a file may state it; it must agree). An override of either split
@@ -67,8 +74,9 @@ from typing import Annotated, Any, TypeVar
 import yaml
 from pydantic import BaseModel, ConfigDict, PlainValidator, ValidationError
 
-from simulator import limits
+from simulator import limits, sram
 from simulator.errors import InputError
+from simulator.sram import SramCost, SramSpec
 
 __all__ = [
     "DEFAULT_PRESET",
@@ -312,7 +320,9 @@ class HardwareConfig:
         macs_per_cycle: Multiply-accumulates the PE array completes per cycle.
         buffer_bandwidth: On-chip buffer bandwidth in bytes per cycle.
         energy_dram_pj_per_byte: DRAM access energy in pJ per byte.
-        energy_buffer_pj_per_byte: On-chip buffer access energy in pJ per byte.
+        energy_buffer_pj_per_byte: On-chip buffer access energy in pJ per byte: the YAML's
+            ``energy.buffer_pj_per_byte``, or the SRAM model's at the buffer's capacity
+            (`buffer_pj_from_sram`; with split buffers their capacity-weighted mean).
         energy_mac_pj: Energy of one multiply-accumulate in pJ.
         lbdf_buffer: LBDF line-buffer granularity: ``"pixel"`` (the paper's Fig. 1 line
             buffer, the default) or ``"row"`` (whole rows); see docs/cost-model.md 4.1.
@@ -321,6 +331,11 @@ class HardwareConfig:
         weight_buffer_bytes: The weight buffer's capacity when the buffer is split (None:
             one shared buffer).
         activation_buffer_bytes: The activation buffer's capacity when split (None: shared).
+        sram: How the buffers are built (`simulator.sram`): their area, leakage and, unless
+            the YAML gives ``energy.buffer_pj_per_byte``, their access energy. None (a
+            config built by hand): no area and no leakage.
+        buffer_pj_from_sram: `energy_buffer_pj_per_byte` is the SRAM model's (the YAML left
+            ``energy.buffer_pj_per_byte`` out), so it follows the buffer's capacity.
     """
 
     name: str
@@ -339,6 +354,35 @@ class HardwareConfig:
     source: str = ""
     weight_buffer_bytes: int | None = None
     activation_buffer_bytes: int | None = None
+    sram: SramSpec | None = None
+    buffer_pj_from_sram: bool = False
+
+    def __post_init__(self) -> None:
+        if isinstance(self.sram, Mapping):  # the dict of `to_dict`, read back
+            object.__setattr__(self, "sram", SramSpec.from_dict(self.sram))
+
+    @property
+    def memories(self) -> tuple[tuple[str, SramCost], ...]:
+        """Each on-chip buffer (`buffers`) with what it costs (`simulator.sram.sram_cost`);
+        empty without an SRAM description."""
+        if self.sram is None:
+            return ()
+        return tuple((role, sram.sram_cost(size, self.sram)) for role, size in self.buffers)
+
+    @property
+    def area_mm2(self) -> float:
+        """Silicon area of the on-chip buffers (0 without an SRAM description)."""
+        return sum(cost.area_mm2 for _, cost in self.memories)
+
+    @property
+    def leakage_mw(self) -> float:
+        """Leakage power of the on-chip buffers in mW."""
+        return sum(cost.leakage_mw for _, cost in self.memories)
+
+    @property
+    def leakage_pj_per_cycle(self) -> float:
+        """Leakage energy of the on-chip buffers per clock cycle (pJ): power / clock."""
+        return self.leakage_mw * 1e9 / self.clock_hz
 
     @property
     def is_split(self) -> bool:
@@ -420,12 +464,99 @@ _Energy = Annotated[float, PlainValidator(_in_range(_yaml_number(_non_negative),
 _LbdfBuffer = Annotated[str, PlainValidator(_lbdf_buffer)]
 
 
+def _sram_or_energy(value: Any) -> float | None:
+    """None for ``sram`` (the SRAM model's figure: how an override asks for it), else an
+    energy."""
+    if isinstance(value, str) and value.strip().lower() == "sram":
+        return None
+    return _in_range(_yaml_number(_non_negative), "energy")(value)
+
+
+_OptionalEnergy = Annotated[float | None, PlainValidator(_sram_or_energy)]
+
+
+def _node(value: Any) -> int:
+    number = _whole(_yaml_number(_real)(value))
+    if number not in sram.NODES:
+        raise ValueError(f"must be one of {', '.join(map(str, sram.NODES))} (nm), or give "
+                         "an SRAM table (sram.table)")
+    return number
+
+
+def _efficiency(value: Any) -> float:
+    number = _yaml_number(_positive)(value)
+    if number > 1:
+        raise ValueError("must be in (0, 1]: the bitcells' share of a macro's area")
+    return number
+
+
+def _table_size(value: Any) -> int:
+    return _size(value)
+
+
+def _sram_table(value: Any) -> tuple[sram.SramRow, ...]:
+    """Rows from a list of mappings, or from the CSV or YAML file a string names."""
+    if isinstance(value, tuple) and all(isinstance(r, sram.SramRow) for r in value):
+        return value
+    if isinstance(value, str):
+        return _table_file(value)
+    if not isinstance(value, list | tuple):
+        raise ValueError("must be a CSV or YAML file name or a list of rows with "
+                         f"{', '.join(sram.TABLE_COLUMNS)}")
+    return sram.parse_table(value, "row list", _table_size)
+
+
+def _table_file(name: str) -> tuple[sram.SramRow, ...]:
+    """The rows of the CSV (or YAML list) file `name` (relative to the working directory, or
+    as `load_hw` resolved it against the hardware file's folder)."""
+    where = f"file {limits.shown(name)}"
+    path = Path(name).expanduser()
+    try:
+        text = limits.read_text(path, "hardware config", where, HardwareConfigError)
+        if path.suffix.lower() in (".yaml", ".yml"):
+            rows = load_yaml(text, where)
+            if not isinstance(rows, list):
+                raise ValueError(f"{where} must hold a list of rows")
+            return sram.parse_table(rows, where, _table_size)
+    except InputError as err:
+        raise ValueError(str(err)) from None
+    return sram.parse_table(text, where, _table_size)
+
+
+def _optional(check: Callable[[Any], _T]) -> Callable[[Any], _T | None]:
+    """`check`, letting None (the default: the node's figure) through."""
+    return lambda value: None if value is None else check(value)
+
+
+_Node = Annotated[int, PlainValidator(_node)]
+_Banks = Annotated[int, PlainValidator(_in_range(_yaml_number(_positive_int), "sram.banks"))]
+_WordBytes = Annotated[int, PlainValidator(_in_range(_yaml_number(_positive_int),
+                                                     "sram.word_bytes"))]
+_Efficiency = Annotated[float, PlainValidator(_efficiency)]
+_Leakage = Annotated[float | None, PlainValidator(_optional(_in_range(
+    _yaml_number(_non_negative), "sram.leakage_pw_per_bit")))]
+_SramTable = Annotated[tuple[sram.SramRow, ...], PlainValidator(_sram_table)]
+
+
 class _EnergySchema(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     dram_pj_per_byte: _Energy
-    buffer_pj_per_byte: _Energy
+    buffer_pj_per_byte: _OptionalEnergy = None
     mac_pj: _Energy
+
+
+class _SramSchema(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    node_nm: _Node = sram.DEFAULT_NODE_NM
+    banks: _Banks = 1
+    word_bytes: _WordBytes = sram.HOROWITZ_WORD_BYTES
+    array_efficiency: _Efficiency = sram.DEFAULT_ARRAY_EFFICIENCY
+    leakage_pw_per_bit: _Leakage = None
+    table: _SramTable = ()
+    table_source: _Text = ""
+    source: _Text = ""
 
 
 class _HwSchema(BaseModel):
@@ -442,6 +573,7 @@ class _HwSchema(BaseModel):
     macs_per_cycle: _Macs
     buffer_bandwidth: _BufferBandwidth
     energy: _EnergySchema
+    sram: _SramSchema = _SramSchema()
     lbdf_buffer: _LbdfBuffer = LBDF_BUFFERS[0]
     weight_buffer: _WeightSize = None
     activation_buffer: _ActivationSize = None
@@ -449,6 +581,8 @@ class _HwSchema(BaseModel):
 
 _TOP_KEYS = tuple(_HwSchema.model_fields)
 _ENERGY_KEYS = tuple(_EnergySchema.model_fields)
+_SRAM_KEYS = tuple(_SramSchema.model_fields)
+_SECTIONS: dict[str, tuple[str, ...]] = {"energy": _ENERGY_KEYS, "sram": _SRAM_KEYS}
 # HardwareConfig field -> YAML key path; also the accepted override spellings.
 _FIELD_PATHS: dict[str, tuple[str, ...]] = {
     "buffer_bytes": ("buffer",),
@@ -458,6 +592,8 @@ _FIELD_PATHS: dict[str, tuple[str, ...]] = {
     **{f"energy_{key}": ("energy", key) for key in _ENERGY_KEYS},
     **{key: (key,) for key in _TOP_KEYS},
     **{f"energy.{key}": ("energy", key) for key in _ENERGY_KEYS},
+    **{f"sram.{key}": ("sram", key) for key in _SRAM_KEYS},
+    "buffer_pj_from_sram": ("energy", "buffer_pj_per_byte"),  # True: the SRAM model's
 }
 
 
@@ -478,12 +614,40 @@ def _to_doc(config: HardwareConfig) -> dict[str, Any]:
         "clock": config.clock_hz,
         "macs_per_cycle": config.macs_per_cycle,
         "buffer_bandwidth": config.buffer_bandwidth,
-        "energy": {key: getattr(config, f"energy_{key}") for key in _ENERGY_KEYS},
+        "energy": {key: getattr(config, f"energy_{key}") for key in _ENERGY_KEYS
+                   if not (key == "buffer_pj_per_byte" and config.buffer_pj_from_sram)},
+        **({"sram": _sram_doc(config.sram)} if config.sram is not None else {}),
         "lbdf_buffer": config.lbdf_buffer,
     }
 
 
+def _sram_doc(spec: SramSpec) -> dict[str, Any]:
+    """`spec` as the ``sram`` section, its table as rows (read again without the file)."""
+    doc = spec.to_dict()
+    if spec.table:
+        doc["table"] = spec.table
+    return doc
+
+
+def _sram_spec(schema: _SramSchema) -> SramSpec:
+    return SramSpec(node_nm=schema.node_nm, banks=schema.banks, word_bytes=schema.word_bytes,
+                    array_efficiency=schema.array_efficiency,
+                    leakage_pw_per_bit=schema.leakage_pw_per_bit, table=schema.table,
+                    table_source=schema.table_source, source=schema.source)
+
+
+def _buffer_pj(schema: _HwSchema, spec: SramSpec) -> float:
+    """The buffer's pJ per byte: the YAML's, or the SRAM model's at each buffer's capacity
+    (split buffers: weighted by capacity)."""
+    if schema.energy.buffer_pj_per_byte is not None:
+        return schema.energy.buffer_pj_per_byte
+    sizes = ([schema.buffer] if schema.weight_buffer is None or schema.activation_buffer is None
+             else [schema.weight_buffer, schema.activation_buffer])
+    return sum(sram.sram_cost(n, spec).pj_per_byte * n for n in sizes) / sum(sizes)
+
+
 def _from_schema(schema: _HwSchema) -> HardwareConfig:
+    spec = _sram_spec(schema.sram)
     return HardwareConfig(
         name=schema.name,
         buffer_bytes=schema.buffer,
@@ -493,7 +657,7 @@ def _from_schema(schema: _HwSchema) -> HardwareConfig:
         macs_per_cycle=schema.macs_per_cycle,
         buffer_bandwidth=schema.buffer_bandwidth,
         energy_dram_pj_per_byte=schema.energy.dram_pj_per_byte,
-        energy_buffer_pj_per_byte=schema.energy.buffer_pj_per_byte,
+        energy_buffer_pj_per_byte=_buffer_pj(schema, spec),
         energy_mac_pj=schema.energy.mac_pj,
         lbdf_buffer=schema.lbdf_buffer,
         dtype_bytes=schema.dtype_bytes,
@@ -501,6 +665,8 @@ def _from_schema(schema: _HwSchema) -> HardwareConfig:
         source=schema.source,
         weight_buffer_bytes=schema.weight_buffer,
         activation_buffer_bytes=schema.activation_buffer,
+        sram=spec,
+        buffer_pj_from_sram=schema.energy.buffer_pj_per_byte is None,
     )
 
 
@@ -526,10 +692,10 @@ def _did_you_mean(key: str, choices: tuple[str, ...]) -> str:
 def _unknown_key_hint(loc: tuple[Any, ...]) -> str:
     key = str(loc[-1])
     if len(loc) > 1:
-        return _did_you_mean(key, _ENERGY_KEYS)
+        return _did_you_mean(key, _SECTIONS.get(str(loc[0]), _ENERGY_KEYS))
     path = _FIELD_PATHS.get(key)
     if path is not None and len(path) == 2:
-        return f" (did you mean {path[1]!r} under 'energy'?)"
+        return f" (did you mean {path[1]!r} under {path[0]!r}?)"
     if path is not None:
         return f" (did you mean {path[0]!r}?)"
     return _did_you_mean(key, _TOP_KEYS)
@@ -547,7 +713,7 @@ def _describe(error: Mapping[str, Any], labels: Mapping[str, str]) -> str:
     if kind == "value_error":
         reason = str(error["ctx"]["error"])
     elif kind == "model_type":
-        reason = f"must be a mapping with keys {', '.join(_ENERGY_KEYS)}"
+        reason = f"must be a mapping with keys {', '.join(_SECTIONS.get(dotted, _ENERGY_KEYS))}"
     else:
         reason = error["msg"]
     return f"{label} = {_show(error['input'])}: {reason}"
@@ -571,7 +737,25 @@ def _validate(
     problem = _split_problem(schema, doc, labels)
     if problem:
         raise HardwareConfigError(f"{origin}: {problem}" if origin else problem)
+    sram_problem = _sram_problem(schema, labels)
+    if sram_problem:
+        raise HardwareConfigError(f"{origin}: {sram_problem}" if origin else sram_problem)
     return _from_schema(schema)
+
+
+def _sram_problem(schema: _HwSchema, labels: Mapping[str, str]) -> str | None:
+    """Why the SRAM table cannot cost one of the buffers (a bank outside its rows), or None."""
+    spec = _sram_spec(schema.sram)
+    sizes = [schema.buffer, schema.weight_buffer, schema.activation_buffer]
+    try:
+        for size in sizes:
+            if size is not None:
+                sram.sram_cost(size, spec)
+    except sram.SramError as err:
+        label = labels.get("sram.table", "key 'sram.table'")
+        source = f" ({spec.table_source})" if spec.table_source else ""
+        return f"{label}{source}: {err}"
+    return None
 
 
 def _with_total(doc: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -615,13 +799,14 @@ def _override_path(key: Any, origin: str | None) -> tuple[str, ...]:
     return path
 
 
-def _set_energy(doc: dict[str, Any], key: str, value: Any) -> None:
-    energy = doc.get("energy")
-    if energy is None:
-        doc["energy"] = {key: value}
-    elif isinstance(energy, Mapping):
-        doc["energy"] = {**energy, key: value}
-    # else: the document's own 'energy' is malformed and is reported as such.
+def _set_in(doc: dict[str, Any], section: str, key: str, value: Any) -> None:
+    """Set `key` of the `section` mapping (``energy``, ``sram``) of `doc`."""
+    current = doc.get(section)
+    if current is None:
+        doc[section] = {key: value}
+    elif isinstance(current, Mapping):
+        doc[section] = {**current, key: value}
+    # else: the document's own section is malformed and is reported as such.
 
 
 def _merge(
@@ -641,19 +826,23 @@ def _merge(
             f"{where}override 'buffer': this hardware has split buffers, whose total the "
             "buffer is; override 'weight_buffer' and/or 'activation_buffer' instead")
     for key, value in overrides.items():
-        if value is None:
+        if value is None or key == "buffer_pj_from_sram":
             continue
         path = _override_path(key, origin)
-        if path == ("energy",) and isinstance(value, Mapping):
+        if len(path) == 1 and path[0] in _SECTIONS and isinstance(value, Mapping):
             for sub, sub_value in value.items():
-                _set_energy(merged, str(sub), sub_value)
-                labels[f"energy.{sub}"] = f"override 'energy.{sub}'"
+                _set_in(merged, path[0], str(sub), sub_value)
+                labels[f"{path[0]}.{sub}"] = f"override '{path[0]}.{sub}'"
         elif len(path) == 2:
-            _set_energy(merged, path[1], value)
+            _set_in(merged, path[0], path[1], value)
+            if path == ("sram", "table") and isinstance(value, str):
+                _set_in(merged, "sram", "table_source", value)
             labels[".".join(path)] = f"override {key!r}"
         else:
             merged[path[0]] = value
             labels[path[0]] = f"override {key!r}"
+    if overrides.get("buffer_pj_from_sram"):  # after energy.buffer_pj_per_byte: it wins
+        _set_in(merged, "energy", "buffer_pj_per_byte", "sram")
     return merged, labels
 
 
@@ -870,5 +1059,18 @@ def load_hw(
     path, origin = _locate(spec)
     doc = _read_yaml(path, origin)
     doc.setdefault("name", PurePath(path.name).stem)
+    _table_beside(doc, path)
     merged, labels = _merge(doc, overrides or {}, origin)
     return _validate(merged, origin, labels)
+
+
+def _table_beside(doc: dict[str, Any], path: Traversable) -> None:
+    """A file's ``sram.table`` file name read relative to the file's folder (recorded as
+    ``sram.table_source`` as written)."""
+    section = doc.get("sram")
+    table = section.get("table") if isinstance(section, dict) else None
+    if not isinstance(table, str) or not isinstance(path, Path):
+        return
+    where = path.parent / Path(table).expanduser()
+    doc["sram"] = {**section, "table": str(where),
+                   "table_source": section.get("table_source", table)}

@@ -140,6 +140,9 @@ _HW_FIELD_RANGES: dict[str, tuple[tuple[float, float], tuple[float, float]]] = {
     "clock":            ((1e6, 1e11), (1e3, 1e13)),
     "macs_per_cycle":   ((1, 1e9), (1, 1e12)),
     "energy":           ((0, 1e6), (0, 1e12)),
+    "sram.banks":       ((1, 65536), (1, 2**30)),
+    "sram.word_bytes":  ((1, 1024), (1, 2**20)),
+    "sram.leakage_pw_per_bit": ((0, 1e6), (0, 1e12)),
 }
 
 HW_RANGES: dict[str, tuple[float, float]] = {k: r for k, (r, _) in _HW_FIELD_RANGES.items()}

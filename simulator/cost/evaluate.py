@@ -41,8 +41,11 @@ from simulator.workload.graph import ComputeGraph
 if TYPE_CHECKING:
     from simulator.hw import HardwareConfig
 
-__all__ = ["COST_MODELS", "CostCache", "PlanCost", "PlanTotals", "evaluate_plan",
-           "fuseable_scope", "plan_totals"]
+__all__ = ["COST_MODELS", "ENERGY_PARTS", "CostCache", "PlanCost", "PlanTotals",
+           "evaluate_plan", "fuseable_scope", "plan_totals"]
+
+ENERGY_PARTS = ("energy_dram_pj", "energy_buffer_pj", "energy_mac_pj", "energy_leak_pj")
+"""The keys of a plan's energy by component (`PlanCost.totals`), in `energy_parts` order."""
 
 class _CostModels(Mapping[Scheme, GroupCostFn]):
     """The group cost of every registered dataflow (`simulator.dataflow`), by scheme."""
@@ -187,6 +190,8 @@ class PlanTotals:
             tile fits).
         peak_buffer: Largest F_beta over all groups, unfusable ops run alone included: the
             peak buffer of the whole network, what the simulator's peak equals.
+        energy_parts: Energy by component, summed over groups: DRAM, buffer, MAC, leakage
+            (pJ; they add up to `energy_pj`).
     """
 
     dram_bytes: int
@@ -197,25 +202,32 @@ class PlanTotals:
     energy_pj: float
     runs: bool
     peak_buffer: int = 0
+    energy_parts: tuple[float, float, float, float] = (0.0, 0.0, 0.0, 0.0)
 
 
 def plan_totals(costs: Iterable[GroupCost]) -> PlanTotals:
     """Totals of a plan from the costs of its groups (`CostCache.run` of each), in plan order."""
     dram = dram_fuseable = mbu = fused_mbu = cycles = peak = 0
-    energy = 0.0
+    energy = e_dram = e_buffer = e_mac = e_leak = 0.0
     runs = True
     for c in costs:
         runs = runs and c.fits
         dram += c.dram_bytes
         cycles += c.timing.cycles
-        energy += c.timing.energy_pj
+        t = c.timing
+        energy += t.energy_pj
+        e_dram += t.energy_dram_pj
+        e_buffer += t.energy_buffer_pj
+        e_mac += t.energy_mac_pj
+        e_leak += t.energy_leak_pj
         peak = max(peak, c.buffer_bytes)
         if not c.runs_alone:
             dram_fuseable += c.dram_bytes
             mbu = max(mbu, c.buffer_bytes)
         if len(c.ops) > 1:
             fused_mbu = max(fused_mbu, c.buffer_bytes)
-    return PlanTotals(dram, dram_fuseable, mbu, fused_mbu, cycles, energy, runs, peak)
+    return PlanTotals(dram, dram_fuseable, mbu, fused_mbu, cycles, energy, runs, peak,
+                      (e_dram, e_buffer, e_mac, e_leak))
 
 
 @dataclass(frozen=True)
@@ -240,6 +252,9 @@ class PlanCost:
         lbl_dram_fuseable: Layer-by-layer traffic of the plan's fuseable scope.
         peak_buffer: The peak buffer of the whole network: the largest F_beta over all groups
             (unfusable ops run alone included), which the simulated peak equals.
+        energy_parts: Energy by component (DRAM, buffer, MAC, leakage), summing to
+            `energy_pj`.
+        area_mm2: The on-chip buffers' area (`simulator.hw.HardwareConfig.area_mm2`).
     """
 
     scheme: Scheme
@@ -256,6 +271,8 @@ class PlanCost:
     lbl_dram: int
     lbl_dram_fuseable: int
     peak_buffer: int = 0
+    energy_parts: tuple[float, float, float, float] = (0.0, 0.0, 0.0, 0.0)
+    area_mm2: float = 0.0
 
     @property
     def valid(self) -> bool:
@@ -291,6 +308,8 @@ class PlanCost:
             "peak_buffer_bytes": self.peak_buffer,
             "cycles": self.cycles,
             "energy_pj": self.energy_pj,
+            **dict(zip(ENERGY_PARTS, self.energy_parts, strict=True)),
+            "area_mm2": self.area_mm2,
             "lower_bound_bytes": self.lower_bound,
             "lower_bound_fuseable_bytes": self.lower_bound_fuseable,
             "lbl_dram_bytes": self.lbl_dram,
@@ -328,6 +347,7 @@ def evaluate_plan(graph: ComputeGraph, plan: PartitionPlan, hw: HardwareConfig,
         energy_pj=totals.energy_pj, lower_bound=refs["lower_bound"],
         lower_bound_fuseable=lower_fuseable, lbl_dram=refs["lbl_dram"],
         lbl_dram_fuseable=lbl_fuseable, peak_buffer=totals.peak_buffer,
+        energy_parts=totals.energy_parts, area_mm2=hw.area_mm2,
     )
 
 

@@ -48,6 +48,8 @@ class Timing:
         cycles: The time of the group's schedule (`simulator.cost.cycles`), never below the
             roofline max(compute, DRAM) (docs/cost-model.md, section 5).
         energy_dram_pj, energy_buffer_pj, energy_mac_pj: energy by component.
+        energy_leak_pj: The on-chip buffers' leakage over the group's cycles
+            (`simulator.hw.HardwareConfig.leakage_pj_per_cycle` x cycles).
     """
 
     compute_cycles: int
@@ -56,6 +58,7 @@ class Timing:
     energy_dram_pj: float
     energy_buffer_pj: float
     energy_mac_pj: float
+    energy_leak_pj: float = 0.0
 
     @property
     def bound(self) -> str:
@@ -65,7 +68,8 @@ class Timing:
     @property
     def energy_pj(self) -> float:
         """Total energy."""
-        return self.energy_dram_pj + self.energy_buffer_pj + self.energy_mac_pj
+        return self.energy_dram_pj + self.energy_buffer_pj + self.energy_mac_pj \
+            + self.energy_leak_pj
 
 
 def timing(dram_bytes: int, buffer_traffic_bytes: int, macs: int, hw: HardwareConfig,
@@ -76,16 +80,22 @@ def timing(dram_bytes: int, buffer_traffic_bytes: int, macs: int, hw: HardwareCo
     overlap compute only as far as the dataflow lets them); the cycles are the larger of it and
     the roofline max(compute, DRAM), which therefore bounds them from below. 0: the roofline
     (a group that cannot run; the exact solver's lower bounds).
+
+    Energy (docs/hardware.md): DRAM bytes x DRAM pJ/B + buffer accesses x the buffer's pJ/B
+    (the SRAM model's at its capacity, or the YAML's) + MACs x pJ/MAC + the buffers' leakage
+    power x the cycles.
     """
     compute = math.ceil(macs / hw.macs_per_cycle)
     dram = math.ceil(dram_bytes / hw.dram_bandwidth) + (hw.dram_latency if dram_bytes else 0)
+    cycles = max(compute, dram, schedule_cycles)
     return Timing(
         compute_cycles=compute,
         dram_cycles=dram,
-        cycles=max(compute, dram, schedule_cycles),
+        cycles=cycles,
         energy_dram_pj=dram_bytes * hw.energy_dram_pj_per_byte,
         energy_buffer_pj=buffer_traffic_bytes * hw.energy_buffer_pj_per_byte,
         energy_mac_pj=macs * hw.energy_mac_pj,
+        energy_leak_pj=cycles * hw.leakage_pj_per_cycle,
     )
 
 

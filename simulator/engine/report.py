@@ -98,6 +98,8 @@ class SimReport:
         events: Simulated events in total.
         occupancy: (cycle, bytes) at every change of buffer occupancy.
         transfers: Every DRAM transfer.
+        energy_leak_pj: The on-chip buffers' leakage power x the simulated cycles.
+        area_mm2: The on-chip buffers' area (`simulator.hw.HardwareConfig.area_mm2`).
     """
 
     scheme: Scheme
@@ -111,6 +113,8 @@ class SimReport:
     events: int
     occupancy: tuple[tuple[int, int], ...]
     transfers: tuple[Transfer, ...]
+    energy_leak_pj: float = 0.0
+    area_mm2: float = 0.0
 
     @property
     def dram_bytes(self) -> int:
@@ -130,7 +134,8 @@ class SimReport:
     @property
     def energy_pj(self) -> float:
         """Total energy."""
-        return self.energy_dram_pj + self.energy_buffer_pj + self.energy_mac_pj
+        return self.energy_dram_pj + self.energy_buffer_pj + self.energy_mac_pj \
+            + self.energy_leak_pj
 
     @property
     def peak_buffer_bytes(self) -> int:
@@ -155,5 +160,6 @@ class SimReport:
             "peak_buffer_bytes": self.peak_buffer_bytes, "macs": self.macs,
             "pe_utilisation": self.pe_utilisation, "energy_pj": self.energy_pj,
             "energy_dram_pj": self.energy_dram_pj, "energy_buffer_pj": self.energy_buffer_pj,
-            "energy_mac_pj": self.energy_mac_pj, "events": self.events,
+            "energy_mac_pj": self.energy_mac_pj, "energy_leak_pj": self.energy_leak_pj,
+            "area_mm2": self.area_mm2, "events": self.events,
         }

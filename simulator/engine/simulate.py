@@ -91,6 +91,7 @@ def _report(m: Machine, scheme: Scheme, groups: tuple[GroupSim, ...]) -> SimRepo
         energy_buffer_pj=sum(g.buffer_traffic_bytes for g in groups)
         * hw.energy_buffer_pj_per_byte,
         energy_mac_pj=sum(g.macs for g in groups) * hw.energy_mac_pj,
+        energy_leak_pj=m.now * hw.leakage_pj_per_cycle, area_mm2=hw.area_mm2,
         events=sum(g.events for g in groups),
         occupancy=tuple(m.occupancy), transfers=tuple(m.transfers),
     )
