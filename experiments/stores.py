@@ -1,7 +1,7 @@
 """Committed exports of the sweep stores the renderers read, so they run from a clean clone.
 
     python experiments/stores.py export STORE [STORE...] [--out-dir experiments/results/stores]
-                                        [--drop history,pareto]
+                                        [--drop history,pareto] [--keep-history SWEEP,...]
     python experiments/stores.py materialise EXPORT --out STORE.sqlite
 
 A sweep store (`fusion_dse.sweep.store`, SQLite) is git-ignored (``experiments/results/*.sqlite``):
@@ -10,7 +10,10 @@ SQL dump (``sqlite3.Connection.iterdump``: the ``points`` and ``meta`` tables, e
 blob), gzip'd with a zero timestamp so that the same store always gives the same bytes;
 ``--drop`` empties blob columns the renderers do not read, to keep the export small (a history
 is about 85 bytes a plan: 2,000 plans x 300 points is 50 MB before gzip; only Fig. 5 reads
-histories, no renderer reads ``plan`` or ``pareto``). Reading
+histories, no renderer reads ``plan`` or ``pareto``); ``--keep-history`` keeps the histories
+of the named sweeps (Fig. 5's) with only the columns the budget figure reads (`BUDGET_COLUMNS`:
+a few hundred kB for 36 runs of 5,000 plans), so the figure is drawn again from the export, and
+empties every other history. Reading
 an export rebuilds the store in a temporary file and reads it with the store's own reader, so a
 renderer sees exactly the frame the store gives (types, NULLs, blobs), with no second parser.
 
@@ -25,6 +28,7 @@ from __future__ import annotations
 import argparse
 import atexit
 import gzip
+import json
 import shutil
 import sqlite3
 import sys
@@ -32,7 +36,8 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-__all__ = ["DROPPABLE", "EXPORT_DIR", "SUFFIX", "export", "is_export", "materialise", "resolve"]
+__all__ = ["BUDGET_COLUMNS", "DROPPABLE", "EXPORT_DIR", "SUFFIX", "export", "is_export",
+           "materialise", "resolve"]
 
 ROOT = Path(__file__).resolve().parents[1]
 EXPORT_DIR = ROOT / "experiments" / "results" / "stores"
@@ -48,11 +53,16 @@ DROPPABLE = ("history", "pareto", "plan")
 """Blob columns `export` may empty (``summary`` and ``config`` are read by every renderer)."""
 
 
+BUDGET_COLUMNS = ("evaluation", "best_dram_bytes_fuseable")
+"""The history columns the budget figure (`fusion_dse.sweep.plots.budget_data`) reads."""
+
+
 def export(store: str | Path, out: str | Path | None = None,
-           drop: Sequence[str] = ()) -> Path:
+           drop: Sequence[str] = (), keep_history: Sequence[str] = ()) -> Path:
     """Write the SQL dump of `store` (gzip'd, reproducible) to `out` (default:
     ``EXPORT_DIR/<store name>.sql.gz``), with the blob columns `drop` emptied (NULL); returns
-    the path.
+    the path. `keep_history` names sweeps whose histories are kept (trimmed to
+    `BUDGET_COLUMNS`) while every other point's history is emptied.
 
     Raises:
         FileNotFoundError: `store` does not exist.
@@ -74,6 +84,8 @@ def export(store: str | Path, out: str | Path | None = None,
         if drop:
             con.execute(f"UPDATE points SET {', '.join(f'{c} = NULL' for c in drop)}")
             con.commit()
+        if keep_history:
+            _keep_histories(con, keep_history)
         with open(tmp, "wb") as raw, \
                 gzip.GzipFile(filename="", mode="wb", fileobj=raw, compresslevel=9,
                               mtime=0) as gz:
@@ -84,6 +96,26 @@ def export(store: str | Path, out: str | Path | None = None,
         con.close()
     tmp.replace(target)
     return target
+
+
+def _keep_histories(con: sqlite3.Connection, sweeps: Sequence[str]) -> None:
+    """Empty the history of every point outside `sweeps` and trim the others' to
+    `BUDGET_COLUMNS` (the blob's ``orient="split"`` JSON, rows in order)."""
+    marks = ", ".join("?" * len(sweeps))
+    con.execute(f"UPDATE points SET history = NULL WHERE sweep NOT IN ({marks})", tuple(sweeps))
+    rows = con.execute(f"SELECT rowid, history FROM points WHERE sweep IN ({marks}) "
+                       "AND history IS NOT NULL", tuple(sweeps)).fetchall()
+    if not rows:
+        raise ValueError(f"--keep-history {','.join(sweeps)}: no point of these sweeps has a "
+                         "history")
+    for rowid, blob in rows:
+        table = json.loads(blob)
+        index = [table["columns"].index(c) for c in BUDGET_COLUMNS]
+        trimmed = {"columns": list(BUDGET_COLUMNS),
+                   "data": [[r[i] for i in index] for r in table["data"]]}
+        con.execute("UPDATE points SET history = ? WHERE rowid = ?",
+                    (json.dumps(trimmed, separators=(",", ":")), rowid))
+    con.commit()
 
 
 def materialise(path: str | Path, out: str | Path) -> Path:
@@ -136,6 +168,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     e.add_argument("stores", nargs="+", metavar="STORE")
     e.add_argument("--out-dir", type=Path, default=EXPORT_DIR)
     e.add_argument("--drop", default="", help=f"blob columns to empty: {', '.join(DROPPABLE)}")
+    e.add_argument("--keep-history", default="", metavar="SWEEP,...",
+                   help="sweeps whose histories are kept, trimmed to the budget figure's "
+                        "columns (every other history is emptied)")
     m = sub.add_parser("materialise", help="rebuild the store an export holds")
     m.add_argument("export", metavar="EXPORT")
     m.add_argument("--out", required=True, help="the new store (SQLite)")
@@ -150,11 +185,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         command = ["python", "experiments/stores.py", *(sys.argv[1:] if argv is None else argv)]
         for store in args.stores:
             written = export(store, args.out_dir / (Path(store).stem + SUFFIX),
-                             [c.strip() for c in args.drop.split(",") if c.strip()])
+                             [c.strip() for c in args.drop.split(",") if c.strip()],
+                             [c.strip() for c in args.keep_history.split(",") if c.strip()])
             provenance.record_outputs([written], argv=command, inputs=[store],
                                       rows=provenance.store_rows(store))
             print(f"{store} -> {written} ({written.stat().st_size:,} bytes)")
-    except (OSError, ValueError, sqlite3.Error) as err:
+    except (OSError, ValueError, KeyError, sqlite3.Error) as err:
         print(f"stores: {err}", file=sys.stderr)
         return 2
     return 0

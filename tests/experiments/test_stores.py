@@ -81,6 +81,22 @@ def test_an_export_may_leave_out_the_blobs_no_renderer_needs(store, tmp_path):
         stores.export(store, tmp_path / "bad.sql.gz", drop=["summary"])
 
 
+def test_an_export_keeps_the_budget_figures_histories_of_the_sweeps_named(store, tmp_path):
+    from fusion_dse.sweep.plots import budget_data
+
+    kept = stores.export(store, tmp_path / "kept.sql.gz", drop=["pareto"],
+                         keep_history=["tiny"])
+    full = stores.export(store, tmp_path / "full.sql.gz")
+    assert kept.stat().st_size < full.stat().st_size
+    got, want = (load_sweep(stores.resolve(p), blobs=True) for p in (kept, full))
+    pd.testing.assert_frame_equal(budget_data(got), budget_data(want))  # the same figure
+    histories = load_sweep(stores.resolve(kept), blobs=True, parse=True)["history"].dropna()
+    assert len(histories) == 2
+    assert all(list(h.columns) == list(stores.BUDGET_COLUMNS) for h in histories)
+    with pytest.raises(ValueError, match="no point of these sweeps has a history"):
+        stores.export(store, tmp_path / "none.sql.gz", keep_history=["other"])
+
+
 def test_the_renderers_give_the_same_bytes_from_the_export(store, tmp_path):
     export = stores.export(store, tmp_path / "tiny.sql.gz")
     record = provenance.RECORD.read_bytes()
