@@ -261,7 +261,7 @@ def _only_tiled(cache: CostCache, mask: int) -> bool:
     if all(m.tiled for m in members):
         return True
     weight_bytes = sum(cache.graph[o].weight_elems for o in bits(mask)) * cache.hw.dtype_bytes
-    return all(m.tiled or (m.holds_weights and weight_bytes > cache.hw.buffer_bytes)
+    return all(m.tiled or (m.holds_weights and weight_bytes > cache.hw.weight_capacity)
                for m in members)
 
 
@@ -454,6 +454,8 @@ class _Growth:
         dram = elems * d
         fit = dram
         excess = weights + res - self.hw.buffer_bytes // d
+        if self.hw.is_split:  # resident weights also fit the weight buffer alone
+            excess = max(excess, weights - self.hw.weight_capacity // d)
         if mask & (mask - 1) and excess > 0 and self._streams(mask, weights * d):
             # at least `excess` weight elements cannot stay resident: streamed, re-read by
             # every extra tile (tiles 0: no group of an op fits)
@@ -482,12 +484,16 @@ class _Growth:
 
     def _over_weights(self, mask: int, weight_bytes: int) -> bool:
         """A dataflow holding every weight cannot run the set: its weights (with a tensor a
-        squeeze pair holds whole) exceed the buffer."""
-        if weight_bytes > self.hw.buffer_bytes:
+        squeeze pair holds whole) exceed the buffer; with split buffers, its weights exceed
+        the weight buffer or that tensor the activation buffer."""
+        hw = self.hw
+        if weight_bytes > hw.weight_capacity:
             return True
         if mask & self.pair_g:
             held = max((p.elems for p in self.pairs if p.mask & mask == p.mask), default=0)
-            return weight_bytes + held * self.hw.dtype_bytes > self.hw.buffer_bytes
+            if hw.is_split:
+                return held * hw.dtype_bytes > hw.activation_capacity
+            return weight_bytes + held * hw.dtype_bytes > hw.buffer_bytes
         return False
 
     def _streams(self, mask: int, weight_bytes: int) -> bool:
