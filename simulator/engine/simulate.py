@@ -7,6 +7,12 @@ own (`simulator.cost.lbl.layer_tiling`): its rows streamed as a single-op LBDF g
 fits, else tiled to the buffer (`simulator.engine.layer`). The buffer is enforced for every
 group; a group that cannot run is refused with the reason (`SimulationError`; see
 docs/simulator.md).
+
+Energy is the analytic model's formula (docs/hardware.md) on what the simulation did: the DRAM
+bytes it moved, the MACs it ran, the first-order buffer accesses of the ops it ran plus every
+DRAM byte through the buffer (`simulator.cost.traffic.buffer_traffic_elems`; the event-level
+`GroupSim.buffer_traffic_bytes` is reported apart), and the buffers' leakage over the simulated
+cycles.
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from simulator.cost import CostCache, GroupCost
+from simulator.cost.traffic import buffer_traffic_elems
 from simulator.dataflow import dataflow
 from simulator.engine.machine import Machine, SimulationError
 from simulator.engine.report import GroupSim, SimReport
@@ -57,7 +64,9 @@ def simulate(graph: ComputeGraph, plan: PartitionPlan, hw: HardwareConfig, schem
     groups = []
     for k in topological_order(graph, plan):
         groups.append(_run_group(machine, graph, k, cache.run(plan.groups[k].ops), hw))
-    return _report(machine, scheme, tuple(groups))
+    accesses = sum(buffer_traffic_elems(graph, g.ops) * hw.dtype_bytes + g.dram_bytes
+                   for g in groups)
+    return _report(machine, scheme, tuple(groups), accesses)
 
 
 def _run_group(m: Machine, graph: ComputeGraph, k: int, cost: GroupCost,
@@ -81,15 +90,15 @@ def _run_group(m: Machine, graph: ComputeGraph, k: int, cost: GroupCost,
     )
 
 
-def _report(m: Machine, scheme: Scheme, groups: tuple[GroupSim, ...]) -> SimReport:
+def _report(m: Machine, scheme: Scheme, groups: tuple[GroupSim, ...],
+            buffer_accesses: int) -> SimReport:
     hw = m.hw
     dram = sum(g.dram_bytes for g in groups)
     return SimReport(
         scheme=scheme, groups=groups, cycles=m.now, clock_hz=hw.clock_hz,
         macs_per_cycle=hw.macs_per_cycle,
         energy_dram_pj=dram * hw.energy_dram_pj_per_byte,
-        energy_buffer_pj=sum(g.buffer_traffic_bytes for g in groups)
-        * hw.energy_buffer_pj_per_byte,
+        energy_buffer_pj=buffer_accesses * hw.energy_buffer_pj_per_byte,
         energy_mac_pj=sum(g.macs for g in groups) * hw.energy_mac_pj,
         energy_leak_pj=m.now * hw.leakage_pj_per_cycle, area_mm2=hw.area_mm2,
         events=sum(g.events for g in groups),

@@ -6,7 +6,7 @@ import json
 
 TOTAL_KEYS = {"scheme", "groups", "cycles", "time_ms", "dram_bytes", "peak_buffer_bytes",
               "macs", "pe_utilisation", "energy_pj", "energy_dram_pj", "energy_buffer_pj",
-              "energy_mac_pj", "events"}
+              "energy_mac_pj", "energy_leak_pj", "area_mm2", "events"}
 
 
 def test_json_plot_and_trace(cli, tmp_path):
@@ -18,6 +18,9 @@ def test_json_plot_and_trace(cli, tmp_path):
     doc = json.loads(out)
     assert doc["format"] == "fusion-dse.simulation" and set(doc["totals"]) == TOTAL_KEYS
     assert doc["totals"]["dram_bytes"] == doc["analytic"]["dram_bytes"]
+    # docs/hardware.md: the simulated energy within 1 % of the analytic, leakage included
+    assert doc["totals"]["energy_leak_pj"] > 0 and doc["totals"]["area_mm2"] > 0
+    assert abs(doc["totals"]["energy_pj"] / doc["analytic"]["energy_pj"] - 1) < 0.01
     assert all(g["peak_buffer_bytes"] == g["analytic"]["buffer_bytes"] for g in doc["groups"])
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000
     events = json.loads(trace.read_text())["traceEvents"]
