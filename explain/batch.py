@@ -92,14 +92,15 @@ class PackedGraphs:
         return GroupGraph(self.base[a:b], self.sizes[a:b], self.edges[:, e0:e1])
 
     def collate(self, groups: np.ndarray, buffer_bytes: np.ndarray) -> GraphBatch:
-        """The batch of samples (groups[i] at buffer_bytes[i])."""
+        """The batch of samples (groups[i] at buffer_bytes[i]: a size, or a row of split
+        capacities, `explain.features.capacities`)."""
         groups = np.asarray(groups, dtype=np.int64)
         counts = self.node_ptr[groups + 1] - self.node_ptr[groups]
         rows, offsets = _ranges(self.node_ptr[groups], counts)
         edge_counts = self.edge_ptr[groups + 1] - self.edge_ptr[groups]
         edge_rows, _ = _ranges(self.edge_ptr[groups], edge_counts)
         edge_index = self.edges[:, edge_rows] + np.repeat(offsets, edge_counts)
-        beta = np.repeat(np.asarray(buffer_bytes, dtype=np.float64), counts)
+        beta = np.repeat(np.asarray(buffer_bytes, dtype=np.float64), counts, axis=0)
         x = node_features(self.base[rows], self.sizes[rows], beta)
         return GraphBatch(
             x=torch.from_numpy(x),

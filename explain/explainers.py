@@ -34,7 +34,7 @@ from torch_geometric.explain.algorithm import GNNExplainer, PGExplainer
 
 from explain import checkpoint as _checkpoint
 from explain.checkpoint import load_explainer_checkpoint, load_weights, save_explainer_checkpoint
-from explain.features import encode_group, node_features
+from explain.features import capacities, encode_group, node_features
 from explain.gnne import edge_masks
 from explain.predict import load_predictor
 from explain.solutions import Edge
@@ -51,11 +51,13 @@ __all__ = ["GnnExplainerGET", "PgExplainerGET", "graph_stages_for", "group_tenso
 _MODEL_CONFIG = {"mode": "binary_classification", "task_level": "graph", "return_type": "raw"}
 
 
-def group_tensors(graph: ComputeGraph, ops: Group, buffer_bytes: int, dtype_bytes: int,
-                  ) -> tuple[torch.Tensor, torch.Tensor, list[Edge]]:
-    """Node features, local edge index and the global (i, j) of each edge of a group."""
+def group_tensors(graph: ComputeGraph, ops: Group, buffer_bytes: int | tuple[int, int, int],
+                  dtype_bytes: int) -> tuple[torch.Tensor, torch.Tensor, list[Edge]]:
+    """Node features, local edge index and the global (i, j) of each edge of a group
+    (`buffer_bytes`: the buffer size, or split capacities, `explain.features.capacities`)."""
     enc = encode_group(graph, ops, dtype_bytes)
-    x = torch.from_numpy(node_features(enc.base, enc.sizes, float(buffer_bytes)))
+    caps = buffer_bytes if isinstance(buffer_bytes, tuple) else float(buffer_bytes)
+    x = torch.from_numpy(node_features(enc.base, enc.sizes, caps))
     edge_index = torch.from_numpy(enc.edge_index)
     order = sorted(ops)
     edges = [(order[a], order[b]) for a, b in enc.edge_index.T.tolist()]
@@ -72,7 +74,7 @@ def _explain_with(make, graph: ComputeGraph, ops: Group, cache: CostCache,
                   rng: np.random.Generator, stages: str, **kwargs) -> list[Edge]:
     """Encode the group, run a PyG explainer on it (seeded, one thread) and rank its edges;
     `make(scheme, stages)` gives the explainer."""
-    x, edge_index, edges = group_tensors(graph, ops, cache.hw.buffer_bytes,
+    x, edge_index, edges = group_tensors(graph, ops, capacities(cache.hw),
                                          cache.hw.dtype_bytes)
     if not edges:
         return []
@@ -169,10 +171,10 @@ class GnnExplainerGET:
         found: list[tuple[tuple | None, list[Edge]]] = []
         todo: dict[tuple, tuple[torch.Tensor, torch.Tensor]] = {}
         for ops in groups:
-            where = (graph, cache.scheme, stages, hw.buffer_bytes, hw.dtype_bytes, tuple(ops))
+            where = (graph, cache.scheme, stages, capacities(hw), hw.dtype_bytes, tuple(ops))
             known = self._encoded.get(where)
             if known is None:
-                x, e, edges = group_tensors(graph, ops, hw.buffer_bytes, hw.dtype_bytes)
+                x, e, edges = group_tensors(graph, ops, capacities(hw), hw.dtype_bytes)
                 key = where[1:-1] + (_digest(x, e),) if edges else None
                 known = self._encoded[where] = (key, edges)
                 if key is not None and key not in self._masks:
@@ -267,7 +269,7 @@ class PgExplainerGET:
         deterministic (the trained MLP on the GNN's embeddings), so a group explained before
         gets its ranking again, with the generator drawn from as explaining it draws."""
         stages = graph_stages_for(self.graph_stages, graph)
-        key = (graph, cache.scheme, stages, cache.hw.buffer_bytes, cache.hw.dtype_bytes,
+        key = (graph, cache.scheme, stages, capacities(cache.hw), cache.hw.dtype_bytes,
                tuple(ops))
         if key in self._ranked:
             if self._ranked[key]:

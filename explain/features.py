@@ -21,6 +21,12 @@ Every node carries `NUM_FEATURES` numbers (schema `FEATURE_SCHEMA_VERSION`, list
 
 The static and context parts are stored once per group (`GroupGraph`); the buffer part is
 derived for any buffer size by `node_features`, so one stored group serves every buffer size.
+
+Split buffers (a weight buffer and an activation buffer): each fraction is taken of the
+capacity that holds it, the weights of the weight buffer, the four activation sizes of the
+activation buffer, and the log2 feature is of the total (`capacities`). With one shared buffer
+every capacity is that buffer, so the features (and the shipped checkpoints' inputs) are
+exactly those of a shared buffer; the feature vector keeps its length and schema.
 """
 
 from __future__ import annotations
@@ -30,12 +36,16 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from simulator.cost.rows import height, row_elems
 from simulator.errors import InputError
 from simulator.workload.graph import ComputeGraph, Op, OpKind, Shape
+
+if TYPE_CHECKING:
+    from simulator.hw import HardwareConfig
 
 __all__ = [
     "BUFFER_REFERENCE_BYTES",
@@ -50,6 +60,7 @@ __all__ = [
     "GroupGraph",
     "content_digest",
     "encode_group",
+    "capacities",
     "line_buffer_elems",
     "node_features",
     "static_features",
@@ -254,19 +265,38 @@ def encode_group(graph: ComputeGraph, ops: Sequence[int], dtype_bytes: int = 1) 
     return GroupGraph(base=base, sizes=sizes[index].copy(), edge_index=edge_index)
 
 
+def capacities(hw: HardwareConfig) -> int | tuple[int, int, int]:
+    """What `node_features` takes for `hw` (hashable, a memo key too): its buffer size, or
+    with split buffers (total, weight buffer, activation buffer)."""
+    if not hw.is_split:
+        return hw.buffer_bytes
+    return hw.buffer_bytes, hw.weight_capacity, hw.activation_capacity
+
+
 def node_features(base: np.ndarray, sizes: np.ndarray,
-                  buffer_bytes: float | np.ndarray) -> np.ndarray:
+                  buffer_bytes: float | np.ndarray | tuple[int, int, int]) -> np.ndarray:
     """The full node-feature matrix at a buffer size (one per node, or one for all).
 
     Args:
         base: (nodes, `NUM_BASE`) static and context features.
         sizes: (nodes, `NUM_SIZES`) byte sizes.
-        buffer_bytes: The buffer size, a scalar or one value per node.
+        buffer_bytes: The buffer size, a scalar or one value per node; or split buffers
+            (`capacities`): a tuple (total, weight buffer, activation buffer), or an array
+            with one such row per node.
 
     Returns:
         (nodes, `NUM_FEATURES`) float32.
     """
-    beta = np.broadcast_to(np.asarray(buffer_bytes, dtype=np.float64), (base.shape[0],))
+    n = base.shape[0]
+    caps = np.asarray(buffer_bytes, dtype=np.float64)
+    if isinstance(buffer_bytes, tuple) or caps.ndim == 2:
+        caps = np.broadcast_to(caps.reshape(-1, 3), (n, 3))
+        beta = caps[:, 0]
+        per = np.concatenate([caps[:, 1:2], np.repeat(caps[:, 2:3], NUM_SIZES - 1, axis=1)],
+                             axis=1)
+    else:
+        beta = np.broadcast_to(caps, (n,))
+        per = beta[:, None]
     log_buffer = np.log2(beta / BUFFER_REFERENCE_BYTES)[:, None]
-    fractions = np.clip(sizes / beta[:, None], 0.0, RATIO_CLIP)
+    fractions = np.clip(sizes / per, 0.0, RATIO_CLIP)
     return np.concatenate([base, log_buffer, fractions], axis=1).astype(np.float32)

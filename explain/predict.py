@@ -24,7 +24,7 @@ from explain.checkpoint import (
     load_checkpoint,
     shipped_checkpoint,
 )
-from explain.features import encode_group
+from explain.features import capacities, encode_group
 from explain.train import predict_logits, threads
 from simulator.hw import HardwareConfig
 from simulator.workload.graph import ComputeGraph
@@ -71,7 +71,8 @@ def predict_valid(graph: ComputeGraph, groups: Iterable[Sequence[int]], hw: Hard
     Args:
         graph: The network.
         groups: Fusion groups as op ids.
-        hw: Hardware: its ``buffer_bytes`` and ``dtype_bytes`` enter the features.
+        hw: Hardware: its buffer (or split buffers, `explain.features.capacities`) and
+            ``dtype_bytes`` enter the features.
         scheme: "lbdf" or "brr".
         checkpoint: A ``.pt`` file instead of the shipped checkpoint.
         batch_size: Groups per forward pass.
@@ -95,6 +96,7 @@ def predict_valid(graph: ComputeGraph, groups: Iterable[Sequence[int]], hw: Hard
     packed = PackedGraphs.pack(encoded)
     n = len(encoded)
     with threads(1):  # graphs of a few nodes: one thread beats two (docs/gnn.md)
+        caps = np.asarray(capacities(hw), dtype=np.float64)
         logits = predict_logits(loaded.model, packed, np.arange(n),
-                                np.full(n, float(hw.buffer_bytes)), batch_size)
+                                np.repeat(caps[None], n, axis=0), batch_size)
     return 0.5 * (1.0 + np.tanh(0.5 * logits.astype(np.float64)))  # the logistic, no overflow

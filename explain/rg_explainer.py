@@ -56,7 +56,7 @@ from explain.checkpoint import (
     save_explainer_checkpoint,
 )
 from explain.explainers import graph_stages_for, group_tensors
-from explain.features import FEATURE_SCHEMA
+from explain.features import FEATURE_SCHEMA, capacities
 from explain.gnn import ValidityGNN
 from explain.predict import load_predictor
 from explain.solutions import Edge
@@ -145,8 +145,9 @@ class SubgraphScorer:
         embeddings: (n, hidden) GNN node embeddings of the whole group (no gradient).
     """
 
-    def __init__(self, graph: ComputeGraph, ops: Sequence[int], buffer_bytes: int,
-                 dtype_bytes: int, model: ValidityGNN) -> None:
+    def __init__(self, graph: ComputeGraph, ops: Sequence[int],
+                 buffer_bytes: int | tuple[int, int, int], dtype_bytes: int,
+                 model: ValidityGNN) -> None:
         self.model = model
         self.order = tuple(sorted(ops))
         self.x, self.edge_index, self.edges = group_tensors(graph, self.order, buffer_bytes,
@@ -522,7 +523,7 @@ def refine_ranking(policy: RgPolicy, scorer: SubgraphScorer, ranked: list[Edge],
             key = tuple(piece)
             if key not in rankings:
                 sub = SubgraphScorer(graph, [scorer.order[v] for v in piece],
-                                     cache.hw.buffer_bytes, cache.hw.dtype_bytes, scorer.model)
+                                     capacities(cache.hw), cache.hw.dtype_bytes, scorer.model)
                 rankings[key] = (_core_first(sub, rollout(policy, sub, greedy=greedy))
                                  if sub.edges else [])
             added = next((e for e in rankings[key] if e not in chosen), None)
@@ -616,7 +617,7 @@ class RgExplainerGET:
         if len(ops) < 2:
             return []
         stages = graph_stages_for(self.graph_stages, graph)
-        key = (graph, cache.scheme, stages, cache.hw.buffer_bytes, cache.hw.dtype_bytes,
+        key = (graph, cache.scheme, stages, capacities(cache.hw), cache.hw.dtype_bytes,
                tuple(ops))
         if self.greedy and key in self._ranked:
             return list(self._ranked[key])
@@ -629,7 +630,7 @@ class RgExplainerGET:
                  stages: str) -> list[Edge]:
         with torch.random.fork_rng(), threads(1), torch.no_grad():
             policy, _ = self._policy(cache.scheme, stages)
-            scorer = SubgraphScorer(graph, ops, cache.hw.buffer_bytes, cache.hw.dtype_bytes,
+            scorer = SubgraphScorer(graph, ops, capacities(cache.hw), cache.hw.dtype_bytes,
                                     load_predictor(cache.scheme, graph_stages=stages).model)
             if not scorer.edges:
                 return []
