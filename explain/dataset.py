@@ -38,6 +38,7 @@ from tqdm import tqdm
 
 import simulator.cost
 import simulator.workload
+from explain import defaults
 from explain.batch import PackedGraphs
 from explain.checkpoint import GRAPH_STAGE_SUFFIX, checkpoint_graph_stages
 from explain.features import FEATURE_SCHEMA_VERSION, GroupGraph, content_digest, encode_group
@@ -83,7 +84,7 @@ TRAINING_NETWORKS: tuple[str, ...] = (
     "mobilenet_v3_large", "resnet18", "resnet101", "efficientnet_b0", "efficientnet_b3",
 )
 HELD_OUT_NETWORKS: tuple[str, ...] = ("resnet50", "resnet152", "deeplabv3_mobilenet_v3_large")
-HELD_OUT_GROUPS = 1000
+HELD_OUT_GROUPS = defaults.HELD_OUT_GROUPS
 TRAINED_GRAPH_STAGES: tuple[str, ...] = tuple(GRAPH_STAGE_SUFFIX)
 """The graph stages a dataset (and so a checkpoint) can be built for: the networks as imported
 (``none``) or after DNNFusion's fuse stage (``fuse``, `search.substitution.stages`), which needs

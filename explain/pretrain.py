@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
+from explain import defaults
 from explain.dataset import DEFAULT_GROUPS, check_graph_stages, load_network, network_rng
 from explain.sampling import sample_groups
 from search.registry import EXPLAINERS, resolve
@@ -74,7 +75,7 @@ def _network_samples(name: str, scheme: str, count: int, seed: int,
     return found
 
 
-DEFAULTS = {"pg": {"epochs": 30, "per_network": 40}, "rg": {"epochs": 10, "per_network": 40}}
+DEFAULTS = defaults.PRETRAIN
 """Epochs and invalid samples per training network of the shipped parameters."""
 
 TRAINABLE = EXPLAINERS.by(lambda s: s.trainer is not None)
@@ -137,8 +138,8 @@ def rectify_rate(explainer, samples: Sequence[Sample], scheme: str, top_k: int =
 
 def pretrain_explainer(explainer: str, scheme: str, out: str | Path | None = None,
                        epochs: int | None = None, per_network: int | None = None,
-                       seed: int = 0, held_out_per_network: int = 10,
-                       top_k: int = 4, *, hw: HardwareConfig,
+                       seed: int = 0, held_out_per_network: int = defaults.PRETRAIN_HELD_OUT,
+                       top_k: int = defaults.PRETRAIN_TOP, *, hw: HardwareConfig,
                        graph_stages: str = "none") -> PretrainResult:
     """Train PGExplainer's or RG-Explainer's parameters for `scheme` and measure them.
 

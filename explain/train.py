@@ -26,6 +26,7 @@ import torch
 from torch import nn
 from tqdm import tqdm
 
+from explain import defaults
 from explain.batch import PackedGraphs, content_ids
 from explain.dataset import Dataset
 from explain.gnn import GnnSpec, ValidityGNN
@@ -47,8 +48,8 @@ __all__ = [
     "train_model",
 ]
 
-DEFAULT_EPOCHS = 50
-DEFAULT_THREADS = 1
+DEFAULT_EPOCHS = defaults.EPOCHS
+DEFAULT_THREADS = defaults.THREADS
 
 
 @dataclass(frozen=True)

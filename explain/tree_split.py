@@ -52,6 +52,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from explain import defaults
 from explain.solutions import Edge, Solution, solutions
 from search.registry import EXPLAINERS
 from search.splitter import RandomSplitter
@@ -197,7 +198,7 @@ class GetSplitter:
     """
 
     explainer: Explainer
-    max_edges: int | None = 4
+    max_edges: int | None = defaults.MAX_EDGES
     keep_baseline: bool = True
     stats: SplitStats = field(default_factory=SplitStats)
     _memo: dict[tuple, list[Group] | None] = field(default_factory=dict, repr=False)
@@ -293,7 +294,7 @@ class GetSplitter:
         return SplitOutcome(algorithm_1, SplitChoice.ALGORITHM_1, explained, algorithm_1)
 
 
-def guided_splitter(explainer: str, max_edges: int | None = 4,
+def guided_splitter(explainer: str, max_edges: int | None = defaults.MAX_EDGES,
                     keep_baseline: bool = True) -> GetSplitter:
     """The explanation-guided repair over `search.registry.EXPLAINERS` entry `explainer` (the
     factory the registry's explanation-guided repairs name). The explainer is made when the

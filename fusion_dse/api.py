@@ -19,7 +19,13 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from fusion_dse.planfile import plan_graph, plan_settings
+from fusion_dse.planfile import (
+    plan_from_doc,
+    plan_graph,
+    plan_settings,
+    plan_stages,
+    read_plan_document,
+)
 from search.substitution.stages import (
     DEFAULT_STAGES,
     parse_stages,
@@ -30,13 +36,7 @@ from simulator.engine import SimReport
 from simulator.engine import simulate as run_simulation
 from simulator.hw import HardwareConfig, load_hw
 from simulator.partition import violations
-from simulator.plan import (
-    PartitionPlan,
-    PlanError,
-    layer_by_layer,
-    plan_from_doc,
-    read_plan_document,
-)
+from simulator.plan import PartitionPlan, PlanError, layer_by_layer
 from simulator.scheme import Scheme
 from simulator.workload.graph import ComputeGraph
 from simulator.workload.loader import load
@@ -187,15 +187,8 @@ def _after(record: GraphRecord) -> str:
 
 def _plan_file_graph(source: ComputeGraph, doc: Any, where: str,
                      asked: tuple[str, ...] | None) -> tuple[ComputeGraph, GraphRecord]:
-    """The graph a plan file names ops of and its record; stages asked for must be the
-    plan's."""
-    graph_doc = doc.get("graph") if isinstance(doc, dict) else None
-    recorded = graph_doc.get("stages") if isinstance(graph_doc, dict) else None
-    stages = tuple(str(s) for s in recorded) if isinstance(recorded, list) else ()
-    if asked is not None and asked != stages:
-        raise PlanError(f"{where} was made on graph stages {'+'.join(stages) or 'none'}, not "
-                        f"{'+'.join(asked) or 'none'}: leave --graph-stages out to use the "
-                        "plan's")
+    """The graph a plan file names ops of and its record (`fusion_dse.planfile`'s rules)."""
+    stages = plan_stages(doc, where, asked)
     graph, replayed = plan_graph(source, doc, where)
     return graph, GraphRecord(stages, len(source), len(graph), replayed)
 

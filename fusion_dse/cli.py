@@ -21,11 +21,16 @@ import os
 import sys
 import warnings
 from collections.abc import Callable, Sequence
+from types import SimpleNamespace
+from typing import Any
 
+from explain import defaults as explain_defaults
+from explain.checkpoint import GRAPH_STAGE_SUFFIX
 from fusion_dse import cli_args
 from fusion_dse.cli_args import DEFAULT_OUT_ROOT, EXIT_USAGE, hw_overrides, model_and_shape
 from fusion_dse.outputs import atomic_file, check_out_file, plot_formats
-from fusion_dse.runspec import run_defaults
+from fusion_dse.reports import ZOO_DTYPE_BYTES
+from fusion_dse.runspec import DEFAULT_MODEL, compare_defaults, run_defaults, shown
 from search.registry import (
     DEFAULT_EXACT_MAX_COSTED,
     DEFAULT_EXACT_TIME_LIMIT,
@@ -37,6 +42,7 @@ from search.substitution.stages import DEFAULT_STAGES, SUBSTITUTIONS
 from simulator.errors import InputError
 from simulator.limits import allow_extreme_hw, escape_controls, one_line
 from simulator.scheme import FUSED_SCHEMES, Scheme, searchable_schemes
+from simulator.workload.loader import DEFAULT_INPUT_SHAPE
 
 __all__ = ["main"]
 
@@ -164,8 +170,10 @@ def build_parser() -> argparse.ArgumentParser:
             "simulate": _run_simulate, "explain": _run_explain, "rewrite": _run_rewrite,
             **cli_optimize.RUNS, **cli_gnn.RUNS, **sweep_cli.RUNS, **cli_plans.RUNS}
     trainable = EXPLAINERS.by(lambda s: s.trainer is not None)
+    schemes = [str(s) for s in Scheme]
     values = {
-        "schemes": [str(s) for s in Scheme], "fused_schemes": [str(s) for s in FUSED_SCHEMES],
+        "schemes": schemes, "scheme_names": ", ".join(schemes),
+        "fused_schemes": [str(s) for s in FUSED_SCHEMES],
         "searchable_schemes": [str(s) for s in searchable_schemes()],
         "searches": SEARCHES.names(), "search_help": SEARCHES.help_text(),
         "repairs": REPAIRS.names(), "exact_time_limit": DEFAULT_EXACT_TIME_LIMIT,
@@ -175,9 +183,36 @@ def build_parser() -> argparse.ArgumentParser:
         "trainable_help": ", ".join(f"{n}: {EXPLAINERS.get(n).help}" for n in trainable),
         "plot_kinds": sweep_cli.PLOT_KINDS, "out_root": DEFAULT_OUT_ROOT,
         "store_dir": str(sweep_cli.DEFAULT_STORE_DIR),
-        "default_stages": DEFAULT_STAGES, "substitutions": SUBSTITUTIONS, **run_defaults(),
+        "default_stages": DEFAULT_STAGES, "substitutions": SUBSTITUTIONS,
+        "default_model": DEFAULT_MODEL, "zoo_dtype_bytes": ZOO_DTYPE_BYTES,
+        "default_input_shape": ",".join(map(str, DEFAULT_INPUT_SHAPE)),
+        "trained_graph_stages": list(GRAPH_STAGE_SUFFIX), **_defaults(),
     }
     return cli_args.build_parser(runs, values)
+
+
+def _defaults() -> dict[str, Any]:
+    """Every default the parser shows, from the code that applies it: ``run.FIELD`` and
+    ``compare.FIELD`` (`fusion_dse.runspec`) and ``explain.NAME`` (`explain.defaults`) for
+    ``default_from``, and the same as namespaces (``{run.FIELD}`` in a help text), as shown."""
+    per_network = {d["per_network"] for d in explain_defaults.PRETRAIN.values()}
+    explain = {"explainer": explain_defaults.EXPLAINER, "top": explain_defaults.EXPLAIN_TOP,
+               "max_edges": explain_defaults.MAX_EDGES, "epochs": explain_defaults.EPOCHS,
+               "threads": explain_defaults.THREADS,
+               "held_out_groups": explain_defaults.HELD_OUT_GROUPS,
+               "pretrain_epochs": ", ".join(f"{name} {d['epochs']}" for name, d
+                                            in explain_defaults.PRETRAIN.items()),
+               "per_network": per_network.pop() if len(per_network) == 1 else ", ".join(
+                   f"{name} {d['per_network']}" for name, d in explain_defaults.PRETRAIN.items()),
+               "pretrain_held_out": explain_defaults.PRETRAIN_HELD_OUT,
+               "pretrain_top": explain_defaults.PRETRAIN_TOP}
+    out: dict[str, Any] = {f"explain.{k}": v for k, v in explain.items()}
+    out.update(run_defaults(), **compare_defaults())
+    for prefix in ("run", "compare", "explain"):
+        out[prefix] = SimpleNamespace(**{k.removeprefix(f"{prefix}."): shown(v)
+                                         for k, v in out.items()
+                                         if isinstance(k, str) and k.startswith(f"{prefix}.")})
+    return out
 
 
 def _run_models(args: argparse.Namespace) -> str:

@@ -23,9 +23,11 @@ from simulator.limits import one_line
 if TYPE_CHECKING:
     import pandas as pd
 
+    from fusion_dse.runspec import RunSpec
     from search.result import CacheRate, SearchSummary
 
-__all__ = ["DEFAULT_OUT_ROOT", "RUNS", "default_out_dir", "run_optimize", "summary_text"]
+__all__ = ["DEFAULT_OUT_ROOT", "RUNS", "default_out_dir", "run_optimize", "run_spec",
+           "summary_text"]
 
 
 def default_out_dir(summary: SearchSummary, settings: Mapping[str, Any]) -> Path:
@@ -65,8 +67,30 @@ _NOT_SETTINGS = frozenset({"run", "out", "force", "quiet", "format"})
 """Options that do not change what a run computes (left out of its folder's digest)."""
 
 
+def run_spec(args: argparse.Namespace) -> RunSpec:
+    """The run the command line asks for, as one `RunSpec` (the model bound first when
+    ``--bind`` or a symbolic ``--input-shape`` asks for it, `model_and_shape`).
+
+    Raises:
+        InputError: bad bindings, ``--exact-max-costed``.
+    """
+    from fusion_dse.pipeline import exact_caps
+    from fusion_dse.runspec import RunSpec
+
+    model, shape = model_and_shape(args)
+    return RunSpec(model, hw=args.hw, scheme=args.scheme, search=args.search,
+                   repair=args.repair, budget=args.budget, seed=args.seed,
+                   objectives=args.objectives, overrides=hw_overrides(args),
+                   input_shape=shape, explained_edges=args.explained_edges,
+                   keep_baseline=args.keep_baseline, exact_time_limit=args.exact_time_limit,
+                   compute_optimum=args.compute_optimum, graph_stages=args.graph_stages,
+                   substitution=args.substitution,
+                   exact_caps=exact_caps(args.exact_max_costed))
+
+
 def run_optimize(args: argparse.Namespace) -> str:
-    """Run the search, write the outputs, return the summary text."""
+    """Check what only the command line checks (its flags named as the user gave them),
+    build the run's `RunSpec`, run it, write the outputs, return the summary text."""
     from fusion_dse.optimization import optimize, write_outputs
     from fusion_dse.outputs import check_out_dir
     from fusion_dse.runspec import check_budget
@@ -76,16 +100,7 @@ def run_optimize(args: argparse.Namespace) -> str:
         raise InputError(f"--explained-edges must be at least 1, got {args.explained_edges}")
     check_budget(args.budget, "--budget")
     check_out_dir(args.out or DEFAULT_OUT_ROOT, "--out")
-    model, shape = model_and_shape(args)
-    result = optimize(model, hw=args.hw, scheme=args.scheme, search=args.search,
-                      repair=args.repair, budget=args.budget, seed=args.seed,
-                      objectives=args.objectives, overrides=hw_overrides(args),
-                      progress=not args.quiet and sys.stderr.isatty(),
-                      input_shape=shape, explained_edges=args.explained_edges,
-                      keep_baseline=args.keep_baseline, exact_time_limit=args.exact_time_limit,
-                      exact_max_costed=args.exact_max_costed,
-                      compute_optimum=args.compute_optimum, graph_stages=args.graph_stages,
-                      substitution=args.substitution)
+    result = optimize(run_spec(args), progress=not args.quiet and sys.stderr.isatty())
     settings = {k: v for k, v in vars(args).items() if k not in _NOT_SETTINGS}
     out = Path(args.out) if args.out else default_out_dir(result.summary, settings)
     replaced = earlier_run(out, result.summary)

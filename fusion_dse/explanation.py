@@ -16,8 +16,10 @@ from typing import Any
 
 import numpy as np
 
+from explain import defaults
 from explain.tree_split import Explainer, GetSplitter, SplitChoice
 from fusion_dse.api import resolve_hw
+from fusion_dse.runspec import RunSpec
 from simulator.cost import CostCache, GroupCost
 from simulator.errors import InputError
 from simulator.hw import DEFAULT_PRESET, HardwareConfig
@@ -109,9 +111,9 @@ def parse_group(graph: ComputeGraph, spec: str) -> tuple[int, ...]:
 
 
 def explain_group(model: str | ComputeGraph, group: str, hw: str | HardwareConfig = DEFAULT_PRESET,
-                  scheme: str = "lbdf", explainer: str | Explainer = "gnne",
-                  overrides: Mapping[str, Any] | None = None, seed: int = 0,
-                  top: int = 8) -> GroupExplanation:
+                  scheme: str = RunSpec.scheme, explainer: str | Explainer = defaults.EXPLAINER,
+                  overrides: Mapping[str, Any] | None = None, seed: int = RunSpec.seed,
+                  top: int = defaults.EXPLAIN_TOP) -> GroupExplanation:
     """Explain why `group` of `model` does not fit and split it (Algorithm 1, with the baseline
     guard of `explain.tree_split.GetSplitter`); the group is explained once.
 

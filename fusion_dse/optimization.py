@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -36,7 +37,7 @@ if TYPE_CHECKING:
 __all__ = ["optimize", "plan_document", "write_outputs"]
 
 
-def optimize(model: str | ComputeGraph, hw: str | HardwareConfig = RunSpec.hw,
+def optimize(model: str | ComputeGraph | RunSpec, hw: str | HardwareConfig = RunSpec.hw,
              scheme: str | Scheme = RunSpec.scheme, search: str = RunSpec.search,
              repair: str = RunSpec.repair, budget: int = RunSpec.budget,
              seed: int = RunSpec.seed, objectives: str | Sequence[str] = RunSpec.objectives,
@@ -51,8 +52,13 @@ def optimize(model: str | ComputeGraph, hw: str | HardwareConfig = RunSpec.hw,
              exact_max_costed: int | None = DEFAULT_CAPS.max_costed) -> SearchResult:
     """Find the valid partition plan of `model` with the least DRAM traffic.
 
+    The keywords are the fields of `fusion_dse.runspec.RunSpec` (their defaults its), made
+    into one; a caller that has built a `RunSpec` (the command line, sweep points) passes it
+    as `model`, with no other setting but `progress`.
+
     Args:
-        model: Zoo name, .onnx or graph .json path, ``module:callable``, or a graph.
+        model: Zoo name, .onnx or graph .json path, ``module:callable``, or a graph; or the
+            whole request, a `RunSpec`.
         hw: Hardware preset name, YAML path or configuration.
         scheme: Fusion dataflow, LBDF, BRR or hybrid (`Scheme` or its name).
         search: Name in `search.registry.SEARCHES`: ``auto`` (the exact optimum where the
@@ -98,12 +104,20 @@ def optimize(model: str | ComputeGraph, hw: str | HardwareConfig = RunSpec.hw,
 
     Raises:
         InputError: bad budget, seed, algorithm, repair, scheme, objective, model or hardware.
+        TypeError: a `RunSpec` with another setting given besides it.
     """
-    spec = RunSpec(model, hw, scheme, search, repair, budget, seed, objectives, overrides,
-                   input_shape, explained_edges, keep_baseline, exact_time_limit,
-                   compute_optimum, graph_stages, substitution,
-                   exact_caps(exact_max_costed))
-    return run_pipeline(spec, progress)
+    given = RunSpec(model, hw, scheme, search, repair, budget, seed, objectives,  # type: ignore[arg-type]
+                    overrides, input_shape, explained_edges, keep_baseline, exact_time_limit,
+                    compute_optimum, graph_stages, substitution, exact_caps(exact_max_costed))
+    if not isinstance(model, RunSpec):
+        return run_pipeline(given, progress)
+    others = [f.name for f in fields(RunSpec)
+              if f.name != "model" and getattr(given, f.name) != f.default
+              and not (f.name == "exact_caps" and exact_max_costed == DEFAULT_CAPS.max_costed)]
+    if others:
+        raise TypeError(f"optimize(RunSpec, ...) takes its settings from the RunSpec; got "
+                        f"{', '.join(others)} besides it")
+    return run_pipeline(model, progress)
 
 
 # --- outputs ---------------------------------------------------------------------------------

@@ -45,33 +45,14 @@ def open_plan(path: str | Path, model: str | None = None) -> Evaluation:
             fit the network (`fusion_dse.api.evaluate`).
     """
     from fusion_dse.api import evaluate
-    from simulator.plan import read_plan_document
+    from fusion_dse.planfile import plan_model, read_plan_document
 
-    doc = read_plan_document(path)
-    if not isinstance(doc, dict):
-        doc = {}
     shape = None
     if model is None:
-        beside = Path(path).with_name("graph.json")
-        if doc.get("graph") is not None and beside.is_file():
-            model = str(beside)
-        else:
-            model = doc.get("model_spec") or doc.get("model")
-            shape = _recorded_shape(doc, model)
+        model, shape = plan_model(path, read_plan_document(path))
     if not isinstance(model, str) or not model:
         raise InputError(f"plan file {str(path)!r} names no model; give it with --model")
     return evaluate(model, plan=path, input_shape=shape)
-
-
-def _recorded_shape(doc: dict[str, Any], model: Any) -> str | None:
-    """The recorded input shape as ``N,C,H,W`` for a one-input model named without ``@``."""
-    shapes = doc.get("input_shapes")
-    if not isinstance(model, str) or "@" in model or not isinstance(shapes, list) \
-            or len(shapes) != 1 or not isinstance(shapes[0], list):
-        return None
-    if not all(isinstance(d, int) and not isinstance(d, bool) for d in shapes[0]):
-        return None
-    return ",".join(map(str, shapes[0]))
 
 
 def plan_title(ev: Evaluation, what: str = "") -> str:

@@ -6,13 +6,16 @@ hardware, buffer and every hardware field; the model as asked for and its input 
 graph stages' rewrites). The document is read by `simulator.plan` (`read_plan_document`,
 `plan_from_doc`, `plan_context`: the groups and the recorded context, re-exported here);
 `plan_settings` says which hardware and dataflow a plan is costed under (the caller's
-settings over the plan's, with a note for each override) and `plan_graph` which graph its op
-names refer to (its recorded rewrites replayed).
+settings over the plan's, with a note for each override), `plan_stages` which graph stages
+(the plan's; others asked for are refused), `plan_graph` which graph its op names refer to
+(its recorded rewrites replayed) and `plan_model` which network a plan file is of when none is
+given (the graph.json beside it, else the model and input shape it records).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from search.substitution.stages import graph_digest, replay_rewrites
@@ -26,7 +29,7 @@ if TYPE_CHECKING:
     from search.result import SearchResult
 
 __all__ = ["load_plan", "plan_context", "plan_document", "plan_from_doc", "plan_graph",
-           "plan_settings", "read_plan_document"]
+           "plan_model", "plan_settings", "plan_stages", "read_plan_document"]
 
 
 def plan_document(result: SearchResult, own: bool = False) -> dict[str, Any]:
@@ -153,3 +156,44 @@ def plan_graph(graph: ComputeGraph, doc: Any, where: str) -> tuple[ComputeGraph,
                         f"{graph_digest(rewritten)}, the plan's {digest}); give the graph.json "
                         "written next to it as the model")
     return rewritten, len(rewrites)
+
+
+def plan_stages(doc: Any, where: str, asked: tuple[str, ...] | None) -> tuple[str, ...]:
+    """The graph stages a plan document records (none for a plan without a ``graph``
+    record); stages the caller asks for (`asked`, None: none asked) must be those.
+
+    Raises:
+        PlanError: other stages asked for than the plan's.
+    """
+    graph_doc = doc.get("graph") if isinstance(doc, dict) else None
+    recorded = graph_doc.get("stages") if isinstance(graph_doc, dict) else None
+    stages = tuple(str(s) for s in recorded) if isinstance(recorded, list) else ()
+    if asked is not None and asked != stages:
+        raise PlanError(f"{where} was made on graph stages {'+'.join(stages) or 'none'}, not "
+                        f"{'+'.join(asked) or 'none'}: leave --graph-stages out to use the "
+                        "plan's")
+    return stages
+
+
+def plan_model(path: str | Path, doc: Any) -> tuple[Any, str | None]:
+    """The network a plan file is of when the caller names none, and its input shape: the
+    graph.json written next to a plan made after graph stages; else the model the plan
+    records (``model_spec``, or ``model`` in plans of earlier versions) with its recorded
+    input shape (``N,C,H,W``, for a one-input model named without ``@``); (None, None) when
+    it records none."""
+    doc = doc if isinstance(doc, dict) else {}
+    beside = Path(path).with_name("graph.json")
+    if doc.get("graph") is not None and beside.is_file():
+        return str(beside), None
+    model = doc.get("model_spec") or doc.get("model")
+    return model, _recorded_shape(doc, model)
+
+
+def _recorded_shape(doc: dict[str, Any], model: Any) -> str | None:
+    shapes = doc.get("input_shapes")
+    if not isinstance(model, str) or "@" in model or not isinstance(shapes, list) \
+            or len(shapes) != 1 or not isinstance(shapes[0], list):
+        return None
+    if not all(isinstance(d, int) and not isinstance(d, bool) for d in shapes[0]):
+        return None
+    return ",".join(map(str, shapes[0]))

@@ -24,7 +24,11 @@ _PLAIN_INTS = ("id", "ops", "convs", "group")
 """Integer columns printed without thousands separators."""
 
 
-def zoo_rows(dtype_bytes: int = 1) -> list[dict[str, Any]]:
+ZOO_DTYPE_BYTES = 1
+"""Bytes per element of the activation figures ``fusion-dse models`` shows (int8)."""
+
+
+def zoo_rows(dtype_bytes: int = ZOO_DTYPE_BYTES) -> list[dict[str, Any]]:
     """Size and cost figures of every zoo network (the `fusion-dse models` rows), from the zoo
     catalog (`simulator.workload.zoo_catalog`: measured once, read without torch)."""
     from simulator.workload.zoo_catalog import catalog

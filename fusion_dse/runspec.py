@@ -1,13 +1,17 @@
 """`RunSpec`: every setting of one run, with its default and its check, in one place.
 
-The command line (`optimize`, and the defaults of `evaluate`, `simulate`, `compare` and
-`sweep`), `fusion_dse.optimization.optimize`, sweep points and plan files all build or read a
-`RunSpec`; the defaults are its field defaults (`run_defaults` gives them as the command line
-shows them, read by ``cli.toml`` through ``default_from = "run.FIELD"``), and `RunSpec.checked`
-checks and casts every setting once, before anything is loaded (names by their registries,
-the dataflow and objectives by `search.problem.problem_settings`, the seed and the budget by
-`check_seed` and `check_budget`, which the command line and sweep specs call too). Nothing is
-imported here that an input check must not wait for.
+The command line (``optimize`` builds one and passes it to `fusion_dse.optimization.optimize`;
+the defaults of ``evaluate``, ``simulate``, ``rewrite``, ``explain`` and ``sweep`` are its),
+`optimize`'s keyword facade, sweep points (`fusion_dse.sweep.spec.Point.run_spec`) and plan
+files all build or read a `RunSpec`; ``compare`` and `fusion_dse.sweep.compare` build a
+`CompareSpec` (the small sweep MODEL x buffers x dataflows, whose points are `RunSpec`s). The
+defaults are their field defaults (`run_defaults` and `compare_defaults` give them as the
+command line shows them, read by ``cli.toml`` through ``default_from = "run.FIELD"`` or
+``"compare.FIELD"`` and ``{run.FIELD}`` in help texts), and `RunSpec.checked` checks and casts
+every setting once, before anything is loaded (names by their registries, the dataflow and
+objectives by `search.problem.problem_settings`, the seed and the budget by `check_seed` and
+`check_budget`, which the command line and sweep specs call too). Nothing is imported here
+that an input check must not wait for.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from search.registry import DEFAULT_EXACT_TIME_LIMIT
 from search.substitution.stages import DEFAULT_STAGES
 from simulator import limits
 from simulator.errors import InputError
+from simulator.hw import DEFAULT_PRESET
 from simulator.scheme import DEFAULT_SCHEME, Scheme
 
 if TYPE_CHECKING:
@@ -30,7 +35,11 @@ if TYPE_CHECKING:
     from simulator.hw import HardwareConfig
     from simulator.workload.graph import ComputeGraph
 
-__all__ = ["CheckedRun", "RunSpec", "check_budget", "check_seed", "run_defaults"]
+__all__ = ["DEFAULT_MODEL", "CheckedRun", "CompareSpec", "RunSpec", "check_budget",
+           "check_seed", "compare_defaults", "run_defaults", "shown"]
+
+DEFAULT_MODEL = "mobilenet_v2"
+"""The network ``fusion-dse optimize`` runs when none is named (the paper's Table V network)."""
 
 
 @dataclass(frozen=True)
@@ -64,7 +73,7 @@ class RunSpec:
     """
 
     model: str | ComputeGraph
-    hw: str | HardwareConfig = "edge-npu"
+    hw: str | HardwareConfig = DEFAULT_PRESET
     scheme: str | Scheme = DEFAULT_SCHEME
     search: str = "auto"
     repair: str = "random"
@@ -128,6 +137,44 @@ class CheckedRun:
     objectives: tuple[str, ...]
 
 
+@dataclass(frozen=True)
+class CompareSpec:
+    """What ``fusion-dse compare`` and `fusion_dse.sweep.compare` are asked to do: the small
+    sweep of one network over buffer sizes and dataflows (searching each fused one), each of
+    its points a `RunSpec` of these settings.
+
+    Attributes:
+        model: Zoo name, .onnx or graph .json path, or ``module:callable``.
+        hw: Hardware preset name or YAML path (`RunSpec.hw`).
+        buffers: Buffer sizes, as a sweep axis takes them (``64KiB..2MiB:x2``, a list).
+        schemes: Dataflows, as a sweep axis takes them (``lbdf,brr``, a list).
+        search: Search of every searched point (`RunSpec.search`).
+        repair: Repair of every searched point (`RunSpec.repair`).
+        budget: Plans per search, one value or an axis.
+        seeds: Seeds, one value or an axis (``0..4``).
+        graph_stages: Graph stages of every point, layer by layer included, as `RunSpec`
+            takes them (one setting: every dataflow is costed on the same rewritten graph).
+    """
+
+    model: str
+    hw: str = RunSpec.hw  # type: ignore[assignment]
+    buffers: Any = "64KiB..2MiB:x2"
+    schemes: Any = "lbdf,brr,lbl,hybrid"
+    search: str = RunSpec.search
+    repair: str = RunSpec.repair
+    budget: Any = 1000
+    seeds: Any = 0
+    graph_stages: str = DEFAULT_STAGES
+
+    def axes(self) -> dict[str, Any]:
+        """The comparison as sweep axes (`fusion_dse.sweep.spec.SweepSpec`): one model,
+        hardware, search, repair and graph-stages value (its stages joined by ``+``)."""
+        return {"model": [self.model], "hw": [self.hw], "buffer": self.buffers,
+                "scheme": self.schemes, "search": [self.search], "repair": [self.repair],
+                "budget": self.budget, "seed": self.seeds,
+                "graph_stages": [str(self.graph_stages).replace(",", "+")]}
+
+
 def check_seed(seed: Any) -> int:
     """`seed` as an int in 0..`simulator.limits.MAX_SEED`.
 
@@ -170,6 +217,20 @@ def run_defaults() -> dict[str, Any]:
             value = str(value)
         out[f"run.{f.name}"] = value
     return out
+
+
+def compare_defaults() -> dict[str, Any]:
+    """The defaults of `CompareSpec` as the command line shows them, keyed ``compare.FIELD``."""
+    return {f"compare.{f.name}": f.default for f in fields(CompareSpec) if f.name != "model"}
+
+
+def shown(value: Any) -> str:
+    """A default as a help text names it: None as ``none``, a sequence comma-joined."""
+    if value is None:
+        return "none"
+    if isinstance(value, (tuple, list)):
+        return ",".join(map(str, value))
+    return str(value)
 
 
 def _check_time_limit(limit: Any) -> float | None:

@@ -6,10 +6,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
-from search.substitution.stages import DEFAULT_STAGES
+from fusion_dse.runspec import CompareSpec
 from simulator.errors import InputError
 
 if TYPE_CHECKING:
@@ -95,13 +94,15 @@ def best_per_scheme(frame: pd.DataFrame) -> pd.DataFrame:
     return best[columns].assign(best=best["dram_bytes"] == least)
 
 
-def compare(model: str, hw: str = "edge-npu", buffers: Axis = "64KiB..2MiB:x2",
-            schemes: Axis = "lbdf,brr,lbl,hybrid", search: str = "auto",
-            repair: str = "random", budget: Axis = 1000, seeds: Axis = 0,
-            graph_stages: str = DEFAULT_STAGES, store: str | Path | None = None,
-            workers: int | None = None, quiet: bool = True) -> pd.DataFrame:
+def compare(model: str, hw: str = CompareSpec.hw, buffers: Axis = CompareSpec.buffers,
+            schemes: Axis = CompareSpec.schemes, search: str = CompareSpec.search,
+            repair: str = CompareSpec.repair, budget: Axis = CompareSpec.budget,
+            seeds: Axis = CompareSpec.seeds, graph_stages: str = CompareSpec.graph_stages,
+            store: str | Path | None = None, workers: int | None = None,
+            quiet: bool = True) -> pd.DataFrame:
     """Compare dataflows on one network over buffer sizes, as ``fusion-dse compare``: the
-    same points in the same store (default ``fusion-dse-out/sweeps/compare-MODEL-HW-HASH``).
+    same `fusion_dse.runspec.CompareSpec` (its fields are the settings here), the same points
+    in the same store (default ``fusion-dse-out/sweeps/compare-MODEL-HW-HASH``).
 
     Returns:
         `best_per_scheme` of the comparison's points: one row per buffer and scheme.
@@ -111,12 +112,7 @@ def compare(model: str, hw: str = "edge-npu", buffers: Axis = "64KiB..2MiB:x2",
     """
     from fusion_dse.sweep.cli import compare_name
 
-    stages = graph_stages.replace(",", "+")
-    args = SimpleNamespace(model=model, hw=hw, buffers=buffers, schemes=schemes,
-                           search=search, repair=repair, budget=budget, seeds=seeds,
-                           graph_stages=graph_stages)
-    axes = {"model": [model], "hw": [hw], "buffer": buffers, "scheme": schemes,
-            "search": [search], "repair": [repair], "budget": budget, "seed": seeds,
-            "graph_stages": [stages]}
-    name = compare_name(args)
+    spec = CompareSpec(model, hw, buffers, schemes, search, repair, budget, seeds,
+                       graph_stages)
+    axes, name = spec.axes(), compare_name(spec)
     return best_per_scheme(_run(axes, name, store, workers, quiet))

@@ -22,7 +22,10 @@ from simulator.errors import InputError
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["DEFAULT_STORE_DIR", "PLOT_KINDS", "RUNS", "compare_name", "compare_table",
+    from fusion_dse.runspec import CompareSpec
+
+__all__ = ["DEFAULT_STORE_DIR", "PLOT_KINDS", "RUNS", "compare_name", "compare_spec",
+           "compare_table",
            "default_name", "default_store"]
 
 DEFAULT_STORE_DIR = Path(DEFAULT_OUT_ROOT) / "sweeps"
@@ -260,7 +263,8 @@ def _run_compare(args: argparse.Namespace) -> str:
     from fusion_dse.sweep.store import point_key
 
     check_workers(args.workers, None)
-    name = compare_name(args)
+    compare = compare_spec(args)
+    name = compare_name(compare)
     store = Path(args.store) if args.store else default_store(name)
     check_out_file(store, "--store" if args.store else "the comparison's store",
                    create_parent=True)
@@ -269,12 +273,7 @@ def _run_compare(args: argparse.Namespace) -> str:
     check_out_file(out, "--out", create_parent=not args.out)
     if _same_file(out, store):
         raise InputError(f"--out {str(out)!r} is the store itself; choose another file")
-    spec = SweepSpec(name=name, axes={
-        "model": [args.model], "hw": [args.hw], "buffer": args.buffers,
-        "scheme": args.schemes, "search": [args.search], "repair": [args.repair],
-        "budget": args.budget, "seed": args.seeds,
-        "graph_stages": [args.graph_stages.replace(",", "+")]})  # one setting, as optimize's
-    points = expand(spec)
+    points = expand(SweepSpec(name=name, axes=compare.axes()))
     outcome = run_sweep(points, store, name, args.workers, None, quiet=args.quiet)
     _report_failures(store, outcome.failed)
     keys = {point_key(p) for p in points}
@@ -291,16 +290,24 @@ def _run_compare(args: argparse.Namespace) -> str:
     return f"{table}\n\ntrade-off plot written to {written}"
 
 
-def compare_name(args: argparse.Namespace) -> str:
+def compare_spec(args: argparse.Namespace) -> CompareSpec:
+    """The comparison the command line asks for (its defaults are `CompareSpec`'s)."""
+    from fusion_dse.runspec import CompareSpec
+
+    return CompareSpec(args.model, args.hw, args.buffers, args.schemes, args.search,
+                       args.repair, args.budget, args.seeds, args.graph_stages)
+
+
+def compare_name(spec: CompareSpec) -> str:
     """``compare-MODEL-HW-HASH``: the model (with its ``@`` resolution), the hardware and a
     digest of the buffers, dataflows, search, repair, budget, seeds and graph stages, so that
     two different comparisons never share a store or a figure."""
     import hashlib
     import json
 
-    stem = re.sub(r"[^A-Za-z0-9_@]+", "-", Path(args.model).stem).strip("-")
-    hw = re.sub(r"[^A-Za-z0-9_]+", "-", Path(str(args.hw)).stem).strip("-")
-    settings = {k: str(getattr(args, k)) for k in ("hw", "buffers", "schemes", "search",
+    stem = re.sub(r"[^A-Za-z0-9_@]+", "-", Path(spec.model).stem).strip("-")
+    hw = re.sub(r"[^A-Za-z0-9_]+", "-", Path(str(spec.hw)).stem).strip("-")
+    settings = {k: str(getattr(spec, k)) for k in ("hw", "buffers", "schemes", "search",
                                                    "repair", "budget", "seeds",
                                                    "graph_stages")}
     digest = hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:6]

@@ -1,6 +1,7 @@
 """One sweep point, run where a Dask worker (or the client) puts it, as a pure function.
 
-`run_point(point)` calls the public facade (`fusion_dse.optimization.optimize`, or
+`run_point(point)` calls the public facade (`fusion_dse.optimization.optimize` with the point's
+`fusion_dse.runspec.RunSpec`, `Point.run_spec`, or
 `fusion_dse.api.evaluate` for a scheme with nothing to search) on the point's graph
 (`model_graph`: with an ``input_shape``, the model imported once per process with symbolic
 dimensions and bound to the point's shape) and returns a plain dict of
@@ -134,12 +135,7 @@ def _figures(totals: dict[str, Any]) -> dict[str, Any]:
 def _search_row(point: Point) -> dict[str, Any]:
     from fusion_dse.optimization import optimize, plan_document
 
-    model = model_graph(point)
-    result = optimize(model, point.hw, point.scheme, point.search, point.repair,
-                      point.budget, point.seed, point.objectives, dict(point.overrides),
-                      progress=False,
-                      input_shape=point.input_shape if isinstance(model, str) else None,
-                      graph_stages=point.graph_stages)
+    result = optimize(point.run_spec(model_graph(point)))
     raw = result.summary
     summary = _plain(raw.to_dict() if hasattr(raw, "to_dict") else dict(raw))
     timing = {k: summary.get(k) for k in _TIMING_KEYS}

@@ -36,13 +36,16 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from fusion_dse.runspec import run_defaults
+from fusion_dse.runspec import RunSpec, run_defaults
 from simulator import limits
 from simulator.errors import InputError
+
+if TYPE_CHECKING:
+    from simulator.workload.graph import ComputeGraph
 
 __all__ = [
     "AXES",
@@ -71,20 +74,21 @@ _ALIASES = {"models": "model", "schemes": "scheme", "searches": "search", "repai
 _DEFAULTS: dict[str, Any] = {axis: run_defaults()[f"run.{axis}"] for axis in AXES
                              if axis != "model"}
 """A point's settings its axes leave out: a run's defaults (`fusion_dse.runspec.RunSpec`)."""
-_INT_AXES = {"budget", "seed", "dtype_bytes", "dram_latency", "macs_per_cycle"}
-_SIZE_AXES = {"buffer", "buffer_bytes"}
+_INT_AXES = {"budget", "seed", "dtype_bytes", "dram_latency", "macs_per_cycle",
+             "sram.node_nm", "sram.banks", "sram.word_bytes"}
+_SIZE_AXES = {"buffer", "buffer_bytes", "weight_buffer", "weight_buffer_bytes",
+              "activation_buffer", "activation_buffer_bytes"}
 _RANGE = re.compile(r"^(?P<lo>[^.]+?)\s*\.\.\s*(?P<hi>[^:]+?)\s*(?::\s*(?P<step>x?[\d.eE+-]+))?$")
 
 
 def hardware_axes() -> tuple[str, ...]:
-    """Hardware fields usable as axes: the YAML keys and the `HardwareConfig` field names."""
-    from simulator.hw import HardwareConfig
+    """Hardware fields usable as axes: the YAML keys (``energy.X`` and ``sram.X`` for the
+    sections' fields, `simulator.hw.override_keys`) and the `HardwareConfig` field names."""
+    from simulator.hw import HardwareConfig, override_keys
 
     names = [f.name for f in dataclasses.fields(HardwareConfig)
-             if f.name not in ("name", "description", "source")]
-    yaml_keys = ["buffer", "clock"] + [f"energy.{n[len('energy_'):]}" for n in names
-                                       if n.startswith("energy_")]
-    return tuple(dict.fromkeys(yaml_keys + names))
+             if f.name not in ("name", "description", "source", "sram")]
+    return tuple(dict.fromkeys([*override_keys(), *names]))
 
 
 HW_AXES = ("buffer", "dram_bandwidth", "macs_per_cycle", "clock", "dram_latency",
@@ -125,6 +129,22 @@ class Point:
         if self.graph_stages == "none":
             del doc["graph_stages"]
         return doc
+
+    def run_spec(self, model: str | ComputeGraph | None = None) -> RunSpec:
+        """The run of a searched point (`model`: the network it runs, by default its name;
+        `fusion_dse.sweep.point.model_graph` gives it bound to ``input_shape``, which is then
+        left out); the settings it has no axis for are `RunSpec`'s defaults.
+
+        Raises:
+            ValueError: a point of a scheme with nothing to search (it is evaluated).
+        """
+        if self.search is None or self.budget is None or self.seed is None:
+            raise ValueError(f"point {self.label()!r} has nothing to search")
+        model = self.model if model is None else model
+        return RunSpec(model, self.hw, self.scheme, self.search, str(self.repair), self.budget,
+                       self.seed, str(self.objectives), dict(self.overrides),
+                       input_shape=self.input_shape if isinstance(model, str) else None,
+                       graph_stages=self.graph_stages)
 
     def label(self) -> str:
         """A short human-readable name."""
