@@ -85,6 +85,7 @@ __all__ = [
     "HardwareConfig",
     "HardwareConfigError",
     "list_presets",
+    "override_keys",
     "BUFFER_ROLES",
     "format_size",
     "load_hw",
@@ -595,6 +596,16 @@ _FIELD_PATHS: dict[str, tuple[str, ...]] = {
     **{f"sram.{key}": ("sram", key) for key in _SRAM_KEYS},
     "buffer_pj_from_sram": ("energy", "buffer_pj_per_byte"),  # True: the SRAM model's
 }
+
+
+def override_keys() -> tuple[str, ...]:
+    """The hardware fields an override (and a sweep axis) may set, one spelling each: the
+    YAML keys, ``energy.X`` and ``sram.X`` (texts and whole sections left out)."""
+    texts = {"name", "description", "source", "energy", "sram", "sram.source",
+             "sram.table_source"}
+    keys = [k for k in _TOP_KEYS if k not in texts]
+    keys += [f"{section}.{k}" for section, sub in _SECTIONS.items() for k in sub]
+    return tuple(k for k in keys if k not in texts)
 
 
 def _to_doc(config: HardwareConfig) -> dict[str, Any]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import io
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -101,22 +102,32 @@ def _require(frame: pd.DataFrame, what: str) -> None:
 # --- trade-off ------------------------------------------------------------------------------
 
 
-def tradeoff_data(frame: pd.DataFrame) -> dict[str, pd.DataFrame]:
-    """DRAM against buffer size, each line and reference of one graph (graph stages).
+def tradeoff_data(frame: pd.DataFrame, metric: str = "dram") -> dict[str, pd.DataFrame]:
+    """`metric` (`fusion_dse.sweep.tradeoff.METRICS`) against buffer size, each line and
+    reference of one graph (graph stages).
 
     Returns:
         ``lines``: per model, scheme, search, repair, graph stages and buffer, the mean, min
-        and max DRAM bytes over seeds (``n`` runs); ``references``: per model, graph stages
-        and buffer, the layer-by-layer DRAM (``lbl``: the lbl points of those graph stages,
-        else the searched points' own reference, costed on the graph they ran on) and the
-        compulsory lower bound (``lower_bound``).
+        and max of the metric's column over seeds (``n`` runs); ``references``: per model,
+        graph stages and buffer, layer by layer (``lbl``: the lbl points of those graph
+        stages, else, for DRAM, the searched points' own reference, costed on the graph they
+        ran on) and, for DRAM, the compulsory lower bound (``lower_bound``).
     """
-    done, searched = _done(frame), _searched(frame)
+    from fusion_dse.sweep.tradeoff import METRICS, with_figures
+
+    m = METRICS[metric]
+    done = _done(frame)
     _require(done, "finished points")
-    lines = (searched.groupby(["model", *_RUN, "graph_stages", "buffer_bytes"])["dram_bytes"]
+    if m.name != "dram":
+        done = with_figures(done)
+        _require(done[done[m.column].notna()], f"points with {m.label}")
+    searched = done[done["search"].notna()]
+    lines = (searched.groupby(["model", *_RUN, "graph_stages", "buffer_bytes"])[m.column]
              .agg(mean="mean", min="min", max="max", n="count").reset_index())
     cell = ["model", "graph_stages", "buffer_bytes"]
-    lbl_points = done[done["search"].isna()].groupby(cell)["dram_bytes"].min()
+    lbl_points = done[done["search"].isna()].groupby(cell)[m.column].min()
+    if m.name != "dram":
+        return {"lines": lines, "references": lbl_points.rename("lbl").reset_index()}
     own = done.groupby(cell)["lbl_dram_bytes"].min()
     refs = pd.DataFrame({"lbl": lbl_points.reindex(own.index).fillna(own).astype("Int64"),
                          "lower_bound": done.groupby(cell)["lower_bound_bytes"].min()})
@@ -124,38 +135,76 @@ def tradeoff_data(frame: pd.DataFrame) -> dict[str, pd.DataFrame]:
 
 
 @styled
-def tradeoff_figure(frame: pd.DataFrame) -> tuple[Figure, dict[str, pd.DataFrame]]:
-    """One panel per model: mean DRAM with a min-max band over seeds, LBL and lower bound;
-    one colour per run setting in every panel, one legend beside the panels."""
-    data = tradeoff_data(frame)
-    lines, refs = data["lines"], data["references"]
-    models = sorted(set(refs["model"]))
-    several = refs["graph_stages"].nunique() > 1
-    runs = sorted({tuple(r) for r in lines[[*_RUN, "graph_stages"]].itertuples(index=False)})
+def tradeoff_figure(frame: pd.DataFrame, metrics: tuple[str, ...] = ("dram",)
+                    ) -> tuple[Figure, dict[str, Any]]:
+    """A panel per model and metric (`fusion_dse.sweep.tradeoff.METRICS`; one metric: a
+    panel per model, several: a row per model, a column per metric): the mean with a min-max
+    band over seeds, layer by layer and (DRAM) the lower bound; one colour per run setting in
+    every panel, one legend beside the panels.
+
+    Returns:
+        The figure and `tradeoff_data`: of the metric, or of each metric by name.
+    """
+    from fusion_dse.sweep.tradeoff import METRICS
+
+    data = {m: tradeoff_data(frame, m) for m in metrics}
+    models = sorted(set().union(*(set(d["lines"]["model"]) | set(d["references"]["model"])
+                                  for d in data.values())))
+    first = data[metrics[0]]
+    several = pd.concat([d["lines"]["graph_stages"] for d in data.values()]).nunique() > 1
+    runs = sorted({tuple(r) for r in first["lines"][[*_RUN, "graph_stages"]]
+                   .itertuples(index=False)})
     searches = sorted({r[1] for r in runs})
-    fig, axes = _panels(len(models), f"DRAM traffic against buffer size\n{_caption(frame)}")
-    for ax, model in zip(axes, models, strict=True):
-        for run, part in lines[lines["model"] == model].groupby([*_RUN, "graph_stages"]):
-            part = part.sort_values("buffer_bytes")
-            label = run_label(*run[:3]) + _stages_label(run[3], several)
-            color = color_of(tuple(run), runs)
-            dash = _DASHES[searches.index(run[1]) % len(_DASHES)]  # equal lines stay visible
-            ax.plot(part["buffer_bytes"], mib(part["mean"]), marker="o", ms=3, color=color,
-                    ls=dash, label=label)
-            ax.fill_between(part["buffer_bytes"], mib(part["min"]), mib(part["max"]),
-                            color=color, alpha=0.2, lw=0)
-        for stages, ref in refs[refs["model"] == model].groupby("graph_stages"):
-            ref = ref.sort_values("buffer_bytes")
-            tag = _stages_label(stages, several)
-            ax.plot(ref["buffer_bytes"], mib(ref["lbl"].astype(float)), color="0.45",
-                    ls=":", label=f"layer by layer{tag}")
-            ax.plot(ref["buffer_bytes"], mib(ref["lower_bound"]), color="black", ls="--",
-                    lw=1, label=f"compulsory lower bound{tag}")
-        _buffer_axis(ax)
-        ax.set_title(model)
-        ax.set_ylabel(DRAM_LABEL)
+    what = (f"{METRICS[metrics[0]].label} against buffer size" if len(metrics) == 1 else
+            f"{', '.join(METRICS[m].label for m in metrics)} against buffer size")
+    title = f"{what[0].upper()}{what[1:]}\n{_caption(frame)}"
+    if len(metrics) == 1:
+        fig, flat = _panels(len(models), title)
+        grid = [[ax] for ax in flat]
+    else:
+        fig, flat = _grid(len(models), len(metrics), title)
+        grid = [flat[k * len(metrics):(k + 1) * len(metrics)] for k in range(len(models))]
+    for row, model in zip(grid, models, strict=True):
+        for ax, metric in zip(row, metrics, strict=True):
+            _tradeoff_panel(ax, data[metric], METRICS[metric], model, runs, searches, several)
+            ax.set_title(model if len(metrics) == 1 else f"{model}: {METRICS[metric].label}")
     legend_outside(fig)
-    return fig, data
+    return fig, data if len(metrics) > 1 else data[metrics[0]]
+
+
+def _tradeoff_panel(ax, data: dict[str, pd.DataFrame], metric, model: str,  # noqa: ANN001
+                    runs: list, searches: list, several: bool) -> None:
+    """One model's lines of one metric (`tradeoff_figure`)."""
+    lines, refs = data["lines"], data["references"]
+    def scale(v: pd.Series) -> pd.Series:
+        return v.astype(float) / metric.scale
+    for run, part in lines[lines["model"] == model].groupby([*_RUN, "graph_stages"]):
+        part = part.sort_values("buffer_bytes")
+        label = run_label(*run[:3]) + _stages_label(run[3], several)
+        color = color_of(tuple(run), runs) if tuple(run) in runs else "0.3"
+        dash = _DASHES[searches.index(run[1]) % len(_DASHES)] if run[1] in searches else "-"
+        ax.plot(part["buffer_bytes"], scale(part["mean"]), marker="o", ms=3, color=color,
+                ls=dash, label=label)  # equal lines stay visible: a dash per search
+        ax.fill_between(part["buffer_bytes"], scale(part["min"]), scale(part["max"]),
+                        color=color, alpha=0.2, lw=0)
+    for stages, ref in refs[refs["model"] == model].groupby("graph_stages"):
+        ref = ref.sort_values("buffer_bytes")
+        tag = _stages_label(stages, several)
+        ax.plot(ref["buffer_bytes"], scale(ref["lbl"]), color="0.45", ls=":",
+                label=f"layer by layer{tag}")
+        if "lower_bound" in ref:
+            ax.plot(ref["buffer_bytes"], scale(ref["lower_bound"]), color="black", ls="--",
+                    lw=1, label=f"compulsory lower bound{tag}")
+    _buffer_axis(ax)
+    ax.set_ylabel(DRAM_LABEL if metric.name == "dram" else metric.axis)
+
+
+def _grid(rows: int, cols: int, title: str) -> tuple[Figure, list]:
+    """`rows` x `cols` panels, row-major."""
+    fig = Figure(figsize=(3.6 * cols + 2.6, 2.7 * rows + 0.9), layout="constrained")
+    axes = list(np.atleast_1d(fig.subplots(rows, cols, squeeze=False)).ravel())
+    fig.suptitle(title)
+    return fig, axes
 
 
 _DASHES = ["-", (0, (5, 2)), (0, (1, 1.5)), "-."]
