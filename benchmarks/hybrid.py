@@ -2,7 +2,7 @@
 
 Per cell (network as optimize sees it, after the default ``fuse`` graph stage; the edge-npu
 preset at the cell's buffer) it solves the exact optimum under LBDF, under BRR and under the
-hybrid (`Scheme.HYBRID`: each group its least-DRAM dataflow, `simulator.cost.hybrid`), costs
+hybrid (`Scheme.HYBRID`: each group its least-DRAM dataflow, `simulator.dataflow.hybrid`), costs
 the layer-by-layer plan, and prints the hybrid's DRAM against min(LBDF, BRR, LBL), its groups
 per dataflow and the CPU seconds of the hybrid solve (which starts from each member's optimum
 as an incumbent, `search.exact.mixed`, solved on its own cache: those CPU seconds included).
