@@ -743,6 +743,9 @@ def _validate(
     except ValidationError as err:
         # Unknown keys first: a misspelt key also shows up as a missing one.
         errors = sorted(err.errors(), key=lambda e: e["type"] != "extra_forbidden")
+        if all(doc.get(key) is not None for key in _SPLIT_KEYS):  # a bad part, not a total
+            errors = [e for e in errors if tuple(e["loc"]) != ("buffer",)
+                      or e["type"] != "missing"]
         problems = "; ".join(_describe(e, labels) for e in errors)
         raise HardwareConfigError(f"{origin}: {problems}" if origin else problems) from err
     problem = _split_problem(schema, doc, labels)
@@ -775,7 +778,7 @@ def _with_total(doc: Mapping[str, Any]) -> Mapping[str, Any]:
     if doc.get("buffer") is not None or any(doc.get(key) is None for key in _SPLIT_KEYS):
         return doc
     try:
-        total = sum(_size(doc[key]) for key in _SPLIT_KEYS)
+        total = sum(_in_range(_size, key)(doc[key]) for key in _SPLIT_KEYS)
     except ValueError:
         return doc  # the schema reports the bad capacity by its key
     return {**doc, "buffer": total}

@@ -22,7 +22,7 @@ from simulator.hw import (
     preset_dir,
 )
 
-PRESETS = ["edge-npu", "eyeriss", "nvdla-small", "tpu-v1"]
+PRESETS = ["edge-npu", "eyeriss", "nvdla-small", "nvdla-split", "tpu-v1"]
 
 VALID = {
     "name": "toy",
