@@ -30,7 +30,13 @@ from fusion_dse import cli_args
 from fusion_dse.cli_args import DEFAULT_OUT_ROOT, EXIT_USAGE, hw_overrides, model_and_shape
 from fusion_dse.outputs import atomic_file, check_out_file, plot_formats
 from fusion_dse.reports import ZOO_DTYPE_BYTES
-from fusion_dse.runspec import DEFAULT_MODEL, compare_defaults, run_defaults, shown
+from fusion_dse.runspec import (
+    DEFAULT_MODEL,
+    compare_defaults,
+    recommend_defaults,
+    run_defaults,
+    shown,
+)
 from search.registry import (
     DEFAULT_EXACT_MAX_COSTED,
     DEFAULT_EXACT_TIME_LIMIT,
@@ -207,8 +213,11 @@ def _defaults() -> dict[str, Any]:
                "pretrain_held_out": explain_defaults.PRETRAIN_HELD_OUT,
                "pretrain_top": explain_defaults.PRETRAIN_TOP}
     out: dict[str, Any] = {f"explain.{k}": v for k, v in explain.items()}
-    out.update(run_defaults(), **compare_defaults())
-    for prefix in ("run", "compare", "explain"):
+    out.update(run_defaults(), **compare_defaults(), **recommend_defaults())
+    from fusion_dse.sweep.tradeoff import METRICS, PLOT_METRIC
+
+    out.update(plot_metric=PLOT_METRIC, metric_names=", ".join(METRICS))
+    for prefix in ("run", "compare", "explain", "recommend"):
         out[prefix] = SimpleNamespace(**{k.removeprefix(f"{prefix}."): shown(v)
                                          for k, v in out.items()
                                          if isinstance(k, str) and k.startswith(f"{prefix}.")})

@@ -35,8 +35,9 @@ if TYPE_CHECKING:
     from simulator.hw import HardwareConfig
     from simulator.workload.graph import ComputeGraph
 
-__all__ = ["DEFAULT_MODEL", "CheckedRun", "CompareSpec", "RunSpec", "check_budget",
-           "check_seed", "compare_defaults", "run_defaults", "shown"]
+__all__ = ["DEFAULT_MODEL", "CheckedRun", "CompareSpec", "RecommendSpec", "RunSpec",
+           "check_budget", "check_seed", "compare_defaults", "recommend_defaults",
+           "run_defaults", "shown"]
 
 DEFAULT_MODEL = "mobilenet_v2"
 """The network ``fusion-dse optimize`` runs when none is named (the paper's Table V network)."""
@@ -175,6 +176,26 @@ class CompareSpec:
                 "graph_stages": [str(self.graph_stages).replace(",", "+")]}
 
 
+@dataclass(frozen=True)
+class RecommendSpec(CompareSpec):
+    """What ``fusion-dse recommend`` is asked: a comparison (`CompareSpec`, the same points
+    and store) read for the smallest buffer within `within` of the best `metric`
+    (`fusion_dse.sweep.tradeoff.recommend`).
+
+    Attributes:
+        metric: ``dram``, ``cycles``, ``energy``, ``area`` or ``edp``
+            (`fusion_dse.sweep.tradeoff.METRICS`).
+        within: The tolerance: ``5%`` or a fraction.
+    """
+
+    metric: str = "energy"
+    within: str = "5%"
+
+    def comparison(self) -> CompareSpec:
+        """The comparison it reads (its store and name are the comparison's)."""
+        return CompareSpec(*(getattr(self, f.name) for f in fields(CompareSpec)))
+
+
 def check_seed(seed: Any) -> int:
     """`seed` as an int in 0..`simulator.limits.MAX_SEED`.
 
@@ -217,6 +238,12 @@ def run_defaults() -> dict[str, Any]:
             value = str(value)
         out[f"run.{f.name}"] = value
     return out
+
+
+def recommend_defaults() -> dict[str, Any]:
+    """The defaults `RecommendSpec` adds to a comparison's, keyed ``recommend.FIELD``."""
+    own = {f.name for f in fields(RecommendSpec)} - {f.name for f in fields(CompareSpec)}
+    return {f"recommend.{f.name}": f.default for f in fields(RecommendSpec) if f.name in own}
 
 
 def compare_defaults() -> dict[str, Any]:

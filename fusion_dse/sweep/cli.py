@@ -10,6 +10,7 @@ the spec; a spec file called ``export`` is written ``./export``). Bad input rais
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import sys
 from pathlib import Path
@@ -238,56 +239,118 @@ def _parquet_engine() -> bool:
 def _run_plot(args: argparse.Namespace) -> str:
     from fusion_dse.outputs import check_figure_file, check_out_file
     from fusion_dse.sweep import load_sweep
+    from fusion_dse.sweep.tradeoff import PLOT_METRIC, parse_metrics
 
+    metrics = parse_metrics(args.metric)
+    if args.kind != "tradeoff" and metrics != (PLOT_METRIC,):
+        raise InputError(f"--metric {args.metric!r}: only the tradeoff figure takes metrics")
     store = Path(args.store)
     out = Path(args.out) if args.out else store.with_name(f"{store.stem}-{args.kind}.png")
     check_figure_file(out)
     check_out_file(out, "--out")
     if _same_file(out, store):
         raise InputError(f"--out {str(out)!r} is the store itself; choose another file")
-    frame = load_sweep(args.store, blobs=args.kind in ("budget", "pareto"))
+    frame = load_sweep(args.store, blobs=args.kind in ("budget", "pareto")
+                       or metrics != (PLOT_METRIC,))  # area, latency: the summaries
     from fusion_dse.sweep.plots import KINDS, save_figure  # matplotlib: once the store is read
 
-    fig, _ = KINDS[args.kind](frame)
+    fig, _ = (KINDS[args.kind](frame, metrics) if args.kind == "tradeoff"
+              else KINDS[args.kind](frame))
     return f"{args.kind} figure written to {save_figure(fig, out)}"
 
 
 # --- compare --------------------------------------------------------------------------------
 
 
-def _run_compare(args: argparse.Namespace) -> str:
-    from fusion_dse.outputs import check_figure_file, check_out_file
-    from fusion_dse.sweep import load_sweep
-    from fusion_dse.sweep.engine import check_workers, run_sweep
-    from fusion_dse.sweep.spec import SweepSpec, expand
-    from fusion_dse.sweep.store import point_key
+COMPARE_METRICS = ("dram", "cycles", "energy", "area")
+"""The panels of ``compare``'s trade-off plot (`fusion_dse.sweep.tradeoff.METRICS`)."""
+
+
+def _comparison_store(args: argparse.Namespace, compare: CompareSpec) -> tuple[Path, str]:
+    """The store and name of a comparison, checked before anything runs."""
+    from fusion_dse.outputs import check_out_file
+    from fusion_dse.sweep.engine import check_workers
 
     check_workers(args.workers, None)
-    compare = compare_spec(args)
     name = compare_name(compare)
     store = Path(args.store) if args.store else default_store(name)
     check_out_file(store, "--store" if args.store else "the comparison's store",
                    create_parent=True)
-    out = Path(args.out) if args.out else store.with_name(f"{name}-tradeoff.png")
+    return store, name
+
+
+def _check_figure(out: Path, store: Path, flag: str, create_parent: bool) -> None:
+    from fusion_dse.outputs import check_figure_file, check_out_file
+
     check_figure_file(out)
-    check_out_file(out, "--out", create_parent=not args.out)
+    check_out_file(out, flag, create_parent=create_parent)
     if _same_file(out, store):
-        raise InputError(f"--out {str(out)!r} is the store itself; choose another file")
+        raise InputError(f"{flag} {str(out)!r} is the store itself; choose another file")
+
+
+def _comparison_points(args: argparse.Namespace, compare: CompareSpec, store: Path,
+                       name: str) -> pd.DataFrame:
+    """Run (or resume) the comparison's points; its finished and failed rows, with blobs."""
+    from fusion_dse.sweep import load_sweep
+    from fusion_dse.sweep.engine import run_sweep
+    from fusion_dse.sweep.spec import SweepSpec, expand
+    from fusion_dse.sweep.store import point_key
+
     points = expand(SweepSpec(name=name, axes=compare.axes()))
     outcome = run_sweep(points, store, name, args.workers, None, quiet=args.quiet)
     _report_failures(store, outcome.failed)
     keys = {point_key(p) for p in points}
     frame = load_sweep(store, blobs=True)  # plans: a hybrid's groups per dataflow
-    frame = frame[frame["key"].isin(keys)]
+    return frame[frame["key"].isin(keys)]
+
+
+def _run_compare(args: argparse.Namespace) -> str:
+    compare = compare_spec(args)
+    store, name = _comparison_store(args, compare)
+    out = Path(args.out) if args.out else store.with_name(f"{name}-tradeoff.png")
+    _check_figure(out, store, "--out", create_parent=not args.out)
+    frame = _comparison_points(args, compare, store, name)
     from fusion_dse.sweep.plots import save_figure, tradeoff_figure  # matplotlib: at the end
 
     table = compare_table(frame)
     try:
-        written = save_figure(tradeoff_figure(frame)[0], out)
+        written = save_figure(tradeoff_figure(frame, COMPARE_METRICS)[0], out)
     except InputError:
         print(table)  # the comparison computed is not lost
         raise
     return f"{table}\n\ntrade-off plot written to {written}"
+
+
+def _run_recommend(args: argparse.Namespace) -> str:
+    from fusion_dse.runspec import RecommendSpec
+    from fusion_dse.sweep.tradeoff import parse_metrics, parse_within, recommend, with_figures
+
+    metric = parse_metrics(args.metric)
+    if len(metric) != 1:
+        raise InputError(f"--metric {args.metric!r}: recommend reads one metric")
+    within = parse_within(args.within)
+    spec = RecommendSpec(*(getattr(compare_spec(args), f) for f in _COMPARE_FIELDS),
+                         metric=metric[0], within=args.within)
+    store, name = _comparison_store(args, spec.comparison())
+    if args.plot:
+        _check_figure(Path(args.plot), store, "--plot", create_parent=False)
+    frame = _comparison_points(args, spec.comparison(), store, name)
+    done = frame[frame["status"] == "done"]
+    if done.empty:
+        raise InputError("no point of the comparison finished")
+    result = recommend(with_figures(done), metric[0], within)
+    text = (json.dumps(result.to_dict(), indent=2) if args.format == "json"
+            else result.text())
+    if args.plot:
+        from fusion_dse.sweep.plots import save_figure, tradeoff_figure
+
+        written = save_figure(tradeoff_figure(done, metric)[0], args.plot)
+        text += "" if args.format == "json" else f"\n\n{metric[0]} plot written to {written}"
+    return text
+
+
+_COMPARE_FIELDS = ("model", "hw", "buffers", "schemes", "search", "repair", "budget", "seeds",
+                   "graph_stages")
 
 
 def compare_spec(args: argparse.Namespace) -> CompareSpec:
@@ -315,12 +378,17 @@ def compare_name(spec: CompareSpec) -> str:
 
 
 def compare_table(frame: pd.DataFrame) -> str:
-    """Per buffer and scheme, the best point's DRAM, MBU, cycles and energy; best DRAM '*'."""
+    """Per buffer and scheme, the best point's DRAM, MBU, cycles, latency, energy and SRAM
+    area; best DRAM '*'."""
     import pandas as pd
+
+    from fusion_dse.sweep.tradeoff import with_figures
 
     done = frame[frame["status"] == "done"]
     if done.empty:
         raise InputError("no point of the comparison finished")
+    if "summary" in done:
+        done = with_figures(done)
     best = done.loc[done.groupby(["buffer_bytes", "scheme"])["dram_bytes"].idxmin()]
     best = best.sort_values(["buffer_bytes", "scheme"])
     least = best.groupby("buffer_bytes")["dram_bytes"].transform("min")
@@ -330,7 +398,11 @@ def compare_table(frame: pd.DataFrame) -> str:
         "DRAM (MiB)": [f"{v / 2**20:.3f}" for v in best["dram_bytes"]],
         "MBU (KiB)": [f"{v / 1024:.1f}" for v in best["mbu_bytes"]],
         "cycles (M)": [f"{v / 1e6:.3f}" for v in best["cycles"]],
+        **({"latency (ms)": [f"{v:.3f}" for v in best["latency_ms"]]}
+           if "latency_ms" in best else {}),
         "energy (uJ)": [f"{v / 1e6:.1f}" for v in best["energy_pj"]],
+        **({"area (mm2)": [f"{v:.3f}" for v in best["area_mm2"]]}
+           if "area_mm2" in best else {}),
         "best": ["*" if d == m else "" for d, m in zip(best["dram_bytes"], least,
                                                        strict=True)],
     })
@@ -352,5 +424,6 @@ def _dataflow_shares(plan: str | None) -> str:
     return dataflow_shares(counts) if counts else ""
 
 
-RUNS = {"sweep": _run_sweep, "plot": _run_plot, "compare": _run_compare}
+RUNS = {"sweep": _run_sweep, "plot": _run_plot, "compare": _run_compare,
+        "recommend": _run_recommend}
 """The code of the subcommands this module runs (options: ``cli.toml``)."""

@@ -15,13 +15,14 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
+from fusion_dse.runspec import RecommendSpec
 from simulator.errors import InputError
 
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["DEFAULT_METRIC", "DEFAULT_WITHIN", "METRICS", "Metric", "Recommendation",
-           "parse_metrics", "parse_within", "recommend", "with_figures"]
+__all__ = ["DEFAULT_METRIC", "DEFAULT_WITHIN", "METRICS", "PLOT_METRIC", "Metric",
+           "Recommendation", "parse_metrics", "parse_within", "recommend", "with_figures"]
 
 
 @dataclass(frozen=True)
@@ -56,8 +57,10 @@ METRICS: dict[str, Metric] = {m.name: m for m in (
     Metric("edp", "edp_mj_ms", "energy-delay product", "mJ·ms", 1.0),
 )}
 """The metrics of ``plot tradeoff --metric``, ``compare`` and ``recommend``."""
-DEFAULT_METRIC = "energy"
-DEFAULT_WITHIN = "5%"
+DEFAULT_METRIC = RecommendSpec.metric
+DEFAULT_WITHIN = RecommendSpec.within
+PLOT_METRIC = "dram"
+"""The metric of ``plot tradeoff`` without ``--metric`` (the figure it always drew)."""
 MAX_WITHIN = 10.0
 """Largest tolerance (1000 %): beyond it every buffer is within."""
 
