@@ -61,7 +61,8 @@ def plan_document(result: SearchResult, own: bool = False) -> dict[str, Any]:
     return doc
 
 
-_BUFFER_KEYS = ("buffer", "buffer_bytes")
+_BUFFER_KEYS = ("buffer", "buffer_bytes", "weight_buffer", "weight_buffer_bytes",
+                "activation_buffer", "activation_buffer_bytes")
 
 
 def plan_settings(doc: Any, hw: str | HardwareConfig | None, scheme: str | Scheme | None,
@@ -88,8 +89,16 @@ def plan_settings(doc: Any, hw: str | HardwareConfig | None, scheme: str | Schem
     overrides = dict(overrides or {})
     buffer = context.get("buffer_bytes")
     given = [overrides[k] for k in _BUFFER_KEYS if overrides.get(k) is not None]
-    if buffer is not None and not given:
-        overrides["buffer"] = buffer
+    if not given:
+        recorded_buffers = _recorded_buffers(context)
+        if hw is not None and recorded_buffers:
+            target = resolve_hw(hw, overrides)
+            if target.is_split != ("weight_buffer" in recorded_buffers):
+                kind = "split" if target.is_split else "shared"
+                notes.append(f"the plan's buffers do not apply to {target.name}'s {kind} "
+                             "buffer; its own are used")
+                recorded_buffers = {}
+        overrides.update(recorded_buffers)
     if hw is None:
         config = _recorded_hw(context.get("hw"), context.get("hardware"), overrides)
     else:
@@ -99,6 +108,17 @@ def plan_settings(doc: Any, hw: str | HardwareConfig | None, scheme: str | Schem
     if buffer is not None and given and config.buffer_bytes != buffer:
         notes.append(f"buffer {config.buffer_bytes:,} B overrides the plan's {buffer:,} B")
     return config, scheme, tuple(notes)
+
+
+def _recorded_buffers(context: Mapping[str, Any]) -> dict[str, Any]:
+    """The buffer overrides a plan records: its split capacities (weight and activation
+    buffers), or its buffer."""
+    fields = context.get("hardware")
+    if isinstance(fields, Mapping) and fields.get("weight_buffer_bytes") is not None:
+        return {"weight_buffer": fields["weight_buffer_bytes"],
+                "activation_buffer": fields.get("activation_buffer_bytes")}
+    buffer = context.get("buffer_bytes")
+    return {} if buffer is None else {"buffer": buffer}
 
 
 def _recorded_scheme(name: str) -> Scheme:

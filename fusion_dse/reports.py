@@ -125,8 +125,8 @@ def _window(kernel: tuple[int, int], stride: tuple[int, int]) -> str:
 def rewrite_text(record: dict[str, Any], hw: Any, scheme: str, out: str) -> str:
     """The report of `fusion-dse rewrite`: each stage's figures, then the rewrites in order."""
     lines = [f"{record['source']}: {record['ops_before']} ops -> {record['ops_after']} ops "
-             f"({', '.join(record['stages']) or 'no stages'}; {hw.name}, buffer "
-             f"{_bytes(hw.buffer_bytes)}, {scheme}), written to {out}"]
+             f"({', '.join(record['stages']) or 'no stages'}; {hw.name}, "
+             f"{buffer_text(hw)}, {scheme}), written to {out}"]
     for stage in record["per_stage"]:
         extra = {k: v for k, v in stage.items()
                  if k not in ("stage", "rewrites", "ops_before", "ops_after", "seconds")}
@@ -149,7 +149,7 @@ def evaluation_text(result: Any) -> str:
     cost, hw = result.cost, result.hw
     t = cost.totals()
     lines = [
-        f"{result.graph.name} on {hw.name} (buffer {_bytes(hw.buffer_bytes)}, "
+        f"{result.graph.name} on {hw.name} ({buffer_text(hw)}, "
         f"{hw.dtype_bytes} B/element), scheme {cost.scheme}, {len(cost.groups)} groups",
         f"  plan valid            {'yes' if cost.valid else 'NO: ' + cost.violations[0]}",
         f"  DRAM, whole network   {_bytes(t['dram_bytes'])}   (lower bound "
@@ -227,7 +227,7 @@ def simulation_text(result: Any) -> str:
     rep, ev = result.report, result.evaluation
     hw, cost = ev.hw, ev.cost
     lines = [
-        f"{ev.graph.name} on {hw.name} (buffer {_bytes(hw.buffer_bytes)}), scheme "
+        f"{ev.graph.name} on {hw.name} ({buffer_text(hw)}), scheme "
         f"{rep.scheme}, {len(rep.groups)} groups, {rep.events:,} events",
         f"  cycles                {rep.cycles:,}  ({rep.cycles / hw.clock_hz * 1e3:.3f} ms; "
         f"analytic {cost.cycles:,})",
@@ -235,6 +235,9 @@ def simulation_text(result: Any) -> str:
         f"  peak buffer, network  {_bytes(rep.peak_buffer_bytes)}  (analytic "
         f"{_bytes(cost.peak_buffer)}; fuseable ops, the paper's max buffer usage: "
         f"{_bytes(cost.mbu)})",
+        *(["  peak per buffer       " + ", ".join(
+            f"{role} {_bytes(rep.peak_by_buffer.get(role, 0))} of {_bytes(size)}"
+            for role, size in hw.buffers)] if hw.is_split else []),
         f"  PE utilisation        {rep.pe_utilisation:.1%}",
         f"  energy                {rep.energy_pj / 1e6:,.3f} uJ  (DRAM "
         f"{rep.energy_dram_pj / 1e6:,.3f}, buffer {rep.energy_buffer_pj / 1e6:,.3f}, MAC "
@@ -257,6 +260,14 @@ def simulation_text(result: Any) -> str:
 
 def _bytes(n: int) -> str:
     return f"{n:,} B"
+
+
+def buffer_text(hw: Any) -> str:
+    """The on-chip buffer in a report's first line: ``buffer 131,072 B``, or with split
+    buffers ``buffers 65,536 B weights + 65,536 B activations``."""
+    if not hw.is_split:
+        return f"buffer {_bytes(hw.buffer_bytes)}"
+    return "buffers " + " + ".join(f"{_bytes(size)} {role}" for role, size in hw.buffers)
 
 
 def render(table: pd.DataFrame, fmt: str, json_doc: Any = None) -> str:

@@ -42,7 +42,8 @@ they are validated the same way and errors name the override.
 Split buffers: ``weight_buffer`` and ``activation_buffer`` come together; ``buffer`` then
 follows as their sum (a file may state it; it must agree). An override of either split
 capacity replaces the file's ``buffer`` (the total follows again); an override of ``buffer``
-alone on a split configuration is refused (which part would change is not said).
+alone on a split configuration scales both buffers in proportion (the weight buffer rounded
+down), as an NVDLA-style partition keeps its share of a larger or smaller CBUF.
 `HardwareConfig.buffers` lists the buffers by role; `HardwareConfig.fits` is the capacity
 rule every dataflow applies.
 
@@ -823,6 +824,20 @@ def _set_in(doc: dict[str, Any], section: str, key: str, value: Any) -> None:
     # else: the document's own section is malformed and is reported as such.
 
 
+def _rescale_split(doc: dict[str, Any], total: Any, key: str) -> dict[str, str]:
+    """A new total `total` for the split buffers of `doc`: both scaled in proportion, the
+    weight buffer rounded down (an NVDLA-style partition keeping its share). Returns the
+    labels of the changed keys; a value that is not a size is left for validation to name."""
+    try:
+        new, weights, acts = (_size(v) for v in (total, doc["weight_buffer"],
+                                                  doc["activation_buffer"]))
+    except ValueError:
+        return {}
+    share = new * weights // (weights + acts)
+    doc["weight_buffer"], doc["activation_buffer"] = share, new - share
+    return {k: f"override {key!r} (its {k} share)" for k in _SPLIT_KEYS}
+
+
 def _merge(
     doc: Mapping[str, Any], overrides: Mapping[str, Any], origin: str | None
 ) -> tuple[dict[str, Any], dict[str, str]]:
@@ -833,12 +848,11 @@ def _merge(
     split_after = all(key in overridden or merged.get(key) is not None for key in _SPLIT_KEYS)
     if overridden & set(_SPLIT_KEYS) and split_after and "buffer" not in overridden:
         merged.pop("buffer", None)  # the total follows from the split capacities
-    elif overridden & {"buffer", *_SPLIT_KEYS} == {"buffer"} and any(
+    elif overridden & {"buffer", *_SPLIT_KEYS} == {"buffer"} and all(
             merged.get(key) is not None for key in _SPLIT_KEYS):
-        where = f"{origin}: " if origin else ""
-        raise HardwareConfigError(
-            f"{where}override 'buffer': this hardware has split buffers, whose total the "
-            "buffer is; override 'weight_buffer' and/or 'activation_buffer' instead")
+        key, total = next((k, v) for k, v in overrides.items()
+                          if v is not None and _override_path(k, origin) == ("buffer",))
+        labels.update(_rescale_split(merged, total, key))
     for key, value in overrides.items():
         if value is None or key == "buffer_pj_from_sram":
             continue
