@@ -150,6 +150,18 @@ def _size(n: int) -> str:
     return f"{format_size(n)}, {n:,} B"
 
 
+def _buffers(s: SearchSummary) -> str:
+    """``buffer 128 KiB, 131,072 B``, or with split buffers ``buffers 64 KiB weights +
+    64 KiB activations``."""
+    from simulator.hw import format_size
+
+    hw = s.hardware or {}
+    if hw.get("weight_buffer_bytes") is None:
+        return f"buffer {_size(s.buffer_bytes)}"
+    return (f"buffers {format_size(hw['weight_buffer_bytes'])} weights + "
+            f"{format_size(hw['activation_buffer_bytes'])} activations")
+
+
 def _b(n: Any) -> str:
     return "" if n is None else f"{int(n):,}"
 
@@ -163,7 +175,7 @@ def summary_text(summary: SearchSummary, out: Path, files: list[str]) -> str:
     s, best = summary, summary.best
     caches = s.caches
     head = [
-        f"{s.model_label} on {s.hw} (buffer {_size(s.buffer_bytes)}), {s.scheme}, "
+        f"{s.model_label} on {s.hw} ({_buffers(s)}), {s.scheme}, "
         f"{s.search} + {s.repair} repair, objectives {','.join(s.objectives)}, "
         f"seed {s.seed}",
         f"  plans evaluated     {s.budget_used:,} of {s.budget:,} "

@@ -552,7 +552,8 @@ def _smallest_pieces(rule: FissionRule, sig: _Signature, hw: HardwareConfig,
     the fewest pieces of at most s units are ceil(U / s). A piece's requirement does not
     shrink as it grows, so the answer is ceil(U / s) for the largest s whose pieces (and
     slices) fit, found by bisection on s between 1 and, under LBDF (whose weights stay
-    resident), the most units the weights allow (s * weights per unit + the rest <= buffer;
+    resident), the most units the weights allow (s * weights per unit + the rest <= the
+    buffer, or the weight buffer when split;
     BRR streams weights in slices, so a piece's weights may exceed the buffer); the concat or
     adds joining the pieces do not shrink with more pieces, so they are checked once, at the
     answer."""
@@ -562,7 +563,7 @@ def _smallest_pieces(rule: FissionRule, sig: _Signature, hw: HardwareConfig,
     per_unit = rule._unit_weights(op)
     if per_unit is not None and scheme.holds_weights:
         unit, fixed = per_unit
-        most = min(most, (hw.buffer_bytes // hw.dtype_bytes - fixed) // max(unit, 1))
+        most = min(most, (hw.weight_capacity // hw.dtype_bytes - fixed) // max(unit, 1))
     if most < 1:
         return None
 
