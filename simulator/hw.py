@@ -744,10 +744,12 @@ def _validate(
     except ValidationError as err:
         # Unknown keys first: a misspelt key also shows up as a missing one.
         errors = sorted(err.errors(), key=lambda e: e["type"] != "extra_forbidden")
-        if all(doc.get(key) is not None for key in _SPLIT_KEYS):  # a bad part, not a total
+        given = [key for key in _SPLIT_KEYS if doc.get(key) is not None]
+        if given:  # a bad or lone split capacity, not a missing total
             errors = [e for e in errors if tuple(e["loc"]) != ("buffer",)
                       or e["type"] != "missing"]
-        problems = "; ".join(_describe(e, labels) for e in errors)
+        lone = [_lone_split(given[0], doc, labels)] if len(given) == 1 else []
+        problems = "; ".join([*(_describe(e, labels) for e in errors), *lone])
         raise HardwareConfigError(f"{origin}: {problems}" if origin else problems) from err
     problem = _split_problem(schema, doc, labels)
     if problem:
@@ -785,15 +787,20 @@ def _with_total(doc: Mapping[str, Any]) -> Mapping[str, Any]:
     return {**doc, "buffer": total}
 
 
+def _lone_split(key: str, doc: Mapping[str, Any], labels: Mapping[str, str]) -> str:
+    """The error of a split capacity `key` given without the other."""
+    other = next(k for k in _SPLIT_KEYS if k != key)
+    label = labels.get(key, f"key {key!r}")
+    return (f"{label} = {_show(doc[key])}: a split buffer needs {other!r} too "
+            "(leave both out for one shared buffer)")
+
+
 def _split_problem(schema: _HwSchema, doc: Mapping[str, Any],
                    labels: Mapping[str, str]) -> str | None:
     """Why the split capacities of a schema-valid `schema` do not go together, or None."""
     given = [key for key in _SPLIT_KEYS if getattr(schema, key) is not None]
     if len(given) == 1:
-        other = next(key for key in _SPLIT_KEYS if key not in given)
-        label = labels.get(given[0], f"key {given[0]!r}")
-        return (f"{label} = {_show(doc[given[0]])}: a split buffer needs {other!r} too "
-                "(leave both out for one shared buffer)")
+        return _lone_split(given[0], doc, labels)
     if given and schema.buffer != schema.weight_buffer + schema.activation_buffer:
         label = labels.get("buffer", "key 'buffer'")
         return (f"{label} = {_show(doc['buffer'])}: must equal weight_buffer + "
