@@ -162,12 +162,27 @@ def evaluation_text(result: Any) -> str:
         f"  unfusable ops         {t['unfusable_ops']} (run layer by layer, outside the "
         "fuseable scope)",
         f"  cycles                {t['cycles']:,}  ({t['cycles'] / hw.clock_hz * 1e3:.3f} ms)",
-        f"  energy                {t['energy_pj'] / 1e6:,.3f} uJ",
+        f"  energy                {t['energy_pj'] / 1e6:,.3f} uJ  (DRAM "
+        f"{t['energy_dram_pj'] / 1e6:,.3f}, buffer {t['energy_buffer_pj'] / 1e6:,.3f}, MAC "
+        f"{t['energy_mac_pj'] / 1e6:,.3f}, leakage {t['energy_leak_pj'] / 1e6:,.3f})",
+        *_sram_lines(hw),
         *_dataflow_lines(cost),
         *_graph_lines(result.stages),
         "",
     ]
     return "\n".join(lines) + _text(group_table(result))
+
+
+def _sram_lines(hw: Any) -> list[str]:
+    """The on-chip buffers' area, access energy and leakage (docs/hardware.md)."""
+    if not hw.memories:
+        return []
+    parts = [f"{cost.area_mm2:,.3f} mm2 ({role})" for role, cost in hw.memories]
+    where = "the SRAM model's" if hw.buffer_pj_from_sram else "the hardware file's"
+    node = "a table" if hw.sram.table else f"{hw.sram.node_nm} nm, {hw.sram.banks} bank(s)"
+    return [f"  SRAM                  {', '.join(parts)}, {node}; "
+            f"{hw.energy_buffer_pj_per_byte:.3g} pJ/B ({where}); leakage "
+            f"{hw.leakage_mw:.3g} mW"]
 
 
 def _dataflow_lines(cost: Any) -> list[str]:
@@ -241,7 +256,9 @@ def simulation_text(result: Any) -> str:
         f"  PE utilisation        {rep.pe_utilisation:.1%}",
         f"  energy                {rep.energy_pj / 1e6:,.3f} uJ  (DRAM "
         f"{rep.energy_dram_pj / 1e6:,.3f}, buffer {rep.energy_buffer_pj / 1e6:,.3f}, MAC "
-        f"{rep.energy_mac_pj / 1e6:,.3f})",
+        f"{rep.energy_mac_pj / 1e6:,.3f}, leakage {rep.energy_leak_pj / 1e6:,.3f}; analytic "
+        f"{cost.energy_pj / 1e6:,.3f})",
+        *_sram_lines(hw),
         "",
     ]
     rows = []

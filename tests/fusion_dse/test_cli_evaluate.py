@@ -10,7 +10,10 @@ import pytest
 TOTAL_KEYS = {"scheme", "valid", "violations", "groups", "unfusable_ops", "dram_bytes",
               "dram_bytes_fuseable", "mbu_bytes", "cycles", "energy_pj", "lower_bound_bytes",
               "lower_bound_fuseable_bytes", "lbl_dram_bytes", "lbl_dram_fuseable_bytes",
-              "peak_buffer_bytes"}  # the whole network's largest F_beta (04a1907)
+              "peak_buffer_bytes",  # the whole network's largest F_beta (04a1907)
+              # energy by component and the buffers' area (docs/hardware.md)
+              "energy_dram_pj", "energy_buffer_pj", "energy_mac_pj", "energy_leak_pj",
+              "area_mm2"}
 GROUP_KEYS = {"ops", "buffer_bytes", "weight_buffer_bytes", "dram_bytes", "dram_act_read",
               "dram_weight_read", "dram_write", "macs", "cycles", "bound", "energy_pj", "fits",
               "reason", "unfusable"}
@@ -63,7 +66,7 @@ def test_table_shows_totals_and_groups(cli):
 def test_set_overrides_any_hardware_key(cli):
     code, out, _ = cli("evaluate", "squeezenet1_1", "--set", "energy.mac_pj=0",
                        "--set", "energy.dram_pj_per_byte=0", "--set", "energy.buffer_pj_per_byte=0",
-                       "--format", "json")
+                       "--set", "sram.leakage_pw_per_bit=0", "--format", "json")
     assert code == 0 and json.loads(out)["totals"]["energy_pj"] == 0
 
 
