@@ -11,8 +11,8 @@ bank is accessed at a time). By default:
   32 KiB RAM at that node over its read energy at 45 nm). Writes are charged as reads (CACTI 7
   puts a 45 nm write 10-14 % below a read: the figure is an upper bound for them);
 * **area** (mm^2): bits x the node's published 6T bitcell area / `SramSpec.array_efficiency`
-  (the fraction of a macro's area that is bitcells; 0.7 assumed, CACTI 7's 45 nm layouts of
-  32 KiB..1 MiB give 0.63-0.73 with their own cell);
+  (the fraction of a macro's area that is bitcells; 0.7 assumed, CACTI 7 reports 71-82 % for
+  its 45 nm RAMs of 8 KiB..1 MiB);
 * **leakage power** (mW): bits x the node's leakage per bit (`NODES`: CACTI 7, ITRS low
   standby power cells and peripherals, 350 K, a 256 KiB RAM of 64-bit words), or
   `SramSpec.leakage_pw_per_bit`.
