@@ -10,6 +10,7 @@ not pay for torch:
     fusion_dse.evaluate("resnet18", plan="plan.json").cost.dram_bytes
     fusion_dse.sweep("squeezenet1_0", buffers="64KiB,256KiB", schemes="lbdf,brr")  # DataFrame
     fusion_dse.compare("mobilenet_v2", buffers="128KiB,1MiB")                     # DataFrame
+    fusion_dse.recommend("mobilenet_v2", metric="energy", within="5%").buffer_bytes
 """
 
 from __future__ import annotations
@@ -19,8 +20,8 @@ from typing import Any
 
 from simulator.lazy import lazy_exports
 
-__all__ = ["compare", "evaluate", "load", "load_sweep", "optimize", "simulate", "sweep",
-           "write_outputs"]
+__all__ = ["compare", "evaluate", "load", "load_sweep", "optimize", "recommend", "simulate",
+           "sweep", "write_outputs"]
 __version__ = "0.1.0"
 
 _API = {
@@ -31,6 +32,7 @@ _API = {
     "write_outputs": "fusion_dse.optimization",
     "load_sweep": "fusion_dse.sweep",
     "compare": "fusion_dse.sweep",
+    "recommend": "fusion_dse.sweep",
 }
 
 _exported, __dir__ = lazy_exports(__name__, _API)

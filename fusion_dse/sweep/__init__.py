@@ -18,7 +18,9 @@ from simulator.errors import InputError
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["OPTIMUM_COLUMNS", "compare", "load_sweep", "sweep"]
+    from fusion_dse.sweep.tradeoff import Recommendation
+
+__all__ = ["OPTIMUM_COLUMNS", "compare", "load_sweep", "recommend", "sweep"]
 
 OPTIMUM_COLUMNS = ("optimum_dram_bytes", "optimal", "gap_to_optimum")
 """Columns `load_sweep` adds from each point's summary: the optimum's DRAM (the proven optimum,
@@ -100,6 +102,13 @@ def sweep(*args: Any, **kwargs: Any) -> pd.DataFrame:
 def compare(*args: Any, **kwargs: Any) -> pd.DataFrame:
     """Compare dataflows over buffer sizes (`fusion_dse.sweep.api.compare`)."""
     from fusion_dse.sweep.api import compare as run
+
+    return run(*args, **kwargs)
+
+
+def recommend(*args: Any, **kwargs: Any) -> Recommendation:
+    """The smallest buffer within a tolerance of the best (`fusion_dse.sweep.api.recommend`)."""
+    from fusion_dse.sweep.api import recommend as run
 
     return run(*args, **kwargs)
 

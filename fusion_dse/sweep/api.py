@@ -1,6 +1,7 @@
-"""Sweeps and comparisons from Python: ``fusion_dse.sweep(...)`` and ``fusion_dse.compare(...)``
-run what ``fusion-dse sweep`` and ``fusion-dse compare`` run (the same points, the same store,
-resumed the same way) and return DataFrames instead of printing."""
+"""Sweeps and comparisons from Python: ``fusion_dse.sweep(...)``, ``fusion_dse.compare(...)``
+and ``fusion_dse.recommend(...)`` run what ``fusion-dse sweep``, ``compare`` and ``recommend``
+run (the same points, the same store, resumed the same way) and return DataFrames (a
+`fusion_dse.sweep.tradeoff.Recommendation`) instead of printing."""
 
 from __future__ import annotations
 
@@ -8,13 +9,15 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from fusion_dse.runspec import CompareSpec
+from fusion_dse.runspec import CompareSpec, RecommendSpec
 from simulator.errors import InputError
 
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["best_per_scheme", "compare", "sweep"]
+    from fusion_dse.sweep.tradeoff import Recommendation
+
+__all__ = ["best_per_scheme", "compare", "recommend", "sweep"]
 
 Axis = str | int | Sequence[Any] | None
 
@@ -116,3 +119,36 @@ def compare(model: str, hw: str = CompareSpec.hw, buffers: Axis = CompareSpec.bu
                        graph_stages)
     axes, name = spec.axes(), compare_name(spec)
     return best_per_scheme(_run(axes, name, store, workers, quiet))
+
+
+def recommend(model: str, metric: str = RecommendSpec.metric,
+              within: str | float = RecommendSpec.within, hw: str = CompareSpec.hw,
+              buffers: Axis = CompareSpec.buffers, schemes: Axis = CompareSpec.schemes,
+              search: str = CompareSpec.search, repair: str = CompareSpec.repair,
+              budget: Axis = CompareSpec.budget, seeds: Axis = CompareSpec.seeds,
+              graph_stages: str = CompareSpec.graph_stages, store: str | Path | None = None,
+              workers: int | None = None, quiet: bool = True) -> Recommendation:
+    """The smallest buffer within `within` of the best `metric` and its dataflow, as
+    ``fusion-dse recommend``: `compare`'s points in its store, read by
+    `fusion_dse.sweep.tradeoff.recommend` (its ``curve`` is what it read).
+
+    Raises:
+        InputError: bad settings, an unknown metric or tolerance, or no point finished.
+    """
+    from fusion_dse.sweep import load_sweep
+    from fusion_dse.sweep.cli import compare_name, default_store
+    from fusion_dse.sweep.tradeoff import parse_metrics, parse_within, with_figures
+    from fusion_dse.sweep.tradeoff import recommend as read
+
+    name, tolerance = parse_metrics(metric), parse_within(within)
+    if len(name) != 1:
+        raise InputError(f"metric {metric!r}: recommend reads one metric")
+    spec = CompareSpec(model, hw, buffers, schemes, search, repair, budget, seeds,
+                       graph_stages)
+    keys = set(_run(spec.axes(), compare_name(spec), store, workers, quiet)["key"])
+    path = Path(store) if store is not None else default_store(compare_name(spec))
+    frame = load_sweep(path, blobs=True)
+    done = frame[frame["key"].isin(keys) & (frame["status"] == "done")]
+    if done.empty:
+        raise InputError("no point of the comparison finished")
+    return read(with_figures(done), name[0], tolerance)
