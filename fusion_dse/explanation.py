@@ -19,6 +19,7 @@ import numpy as np
 from explain import defaults
 from explain.tree_split import Explainer, GetSplitter, SplitChoice
 from fusion_dse.api import resolve_hw
+from fusion_dse.reports import buffer_text
 from fusion_dse.runspec import RunSpec
 from simulator.cost import CostCache, GroupCost
 from simulator.errors import InputError
@@ -164,8 +165,8 @@ def _split_line(e: GroupExplanation) -> str:
 def explanation_text(e: GroupExplanation) -> str:
     """What `fusion-dse explain` prints."""
     name = [op.name for op in e.graph]
-    head = (f"{e.graph.name}: group of {len(e.group)} ops on {e.hw.name} (buffer "
-            f"{e.hw.buffer_bytes:,} B), {e.scheme}: needs {e.cost.buffer_bytes:,} B -> "
+    head = (f"{e.graph.name}: group of {len(e.group)} ops on {e.hw.name} "
+            f"({buffer_text(e.hw)}), {e.scheme}: needs {e.cost.buffer_bytes:,} B -> "
             + ("fits" if e.cost.fits else f"does not fit ({e.cost.reason})"))
     if e.choice is SplitChoice.FITS:
         return head + "\nnothing to explain or split"
