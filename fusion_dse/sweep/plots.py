@@ -113,14 +113,14 @@ def tradeoff_data(frame: pd.DataFrame, metric: str = "dram") -> dict[str, pd.Dat
         stages, else, for DRAM, the searched points' own reference, costed on the graph they
         ran on) and, for DRAM, the compulsory lower bound (``lower_bound``).
     """
-    from fusion_dse.sweep.tradeoff import METRICS, with_figures
+    from fusion_dse.sweep.tradeoff import METRICS, check_metric, with_figures
 
     m = METRICS[metric]
     done = _done(frame)
     _require(done, "finished points")
     if m.name != "dram":
         done = with_figures(done)
-        _require(done[done[m.column].notna()], f"points with {m.label}")
+        check_metric(done, m)
     searched = done[done["search"].notna()]
     lines = (searched.groupby(["model", *_RUN, "graph_stages", "buffer_bytes"])[m.column]
              .agg(mean="mean", min="min", max="max", n="count").reset_index())

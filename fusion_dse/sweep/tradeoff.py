@@ -22,7 +22,8 @@ if TYPE_CHECKING:
     import pandas as pd
 
 __all__ = ["DEFAULT_METRIC", "DEFAULT_WITHIN", "METRICS", "PLOT_METRIC", "Metric",
-           "Recommendation", "parse_metrics", "parse_within", "recommend", "with_figures"]
+           "Recommendation", "check_metric", "parse_metrics", "parse_within", "recommend",
+           "with_figures"]
 
 
 @dataclass(frozen=True)
@@ -139,7 +140,8 @@ def with_figures(frame: pd.DataFrame) -> pd.DataFrame:
                        edp_mj_ms=done["energy_pj"].astype(float) / 1e9 * latency)
 
 
-def _check_metric(frame: pd.DataFrame, metric: Metric) -> None:
+def check_metric(frame: pd.DataFrame, metric: Metric) -> None:
+    """Refuse a metric the points of `frame` (`with_figures`) do not have."""
     values = frame[metric.column]
     if values.isna().all() or (metric.name == "area" and not (values > 0).any()):
         raise InputError(f"the store's points have no {metric.label} (computed before the "
@@ -228,7 +230,7 @@ def recommend(frame: pd.DataFrame, metric: str = DEFAULT_METRIC,
     points = frame[frame["model"].astype(str) == model]
     if points.empty:
         raise InputError(f"no finished point of model {model[:60]!r}")
-    _check_metric(points, m)
+    check_metric(points, m)
     per = (points.assign(value=points[m.column].astype(float) / m.scale)
            .groupby(["buffer_bytes", "scheme"])["value"].min().reset_index())
     curve = per.loc[per.groupby("buffer_bytes")["value"].idxmin()].sort_values("buffer_bytes")
