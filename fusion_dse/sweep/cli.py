@@ -21,6 +21,8 @@ from simulator import limits
 from simulator.errors import InputError
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     import pandas as pd
 
     from fusion_dse.runspec import CompareSpec
@@ -146,10 +148,11 @@ def results_text(store: Path, points: list) -> list[str]:  # noqa: ANN001 - swee
     done = frame[frame["key"].isin(keys) & (frame["status"] == "done")]
     if done.empty:
         return []
-    cell = ["model", "buffer_bytes", "scheme"]
+    done = done.assign(buffers=_buffer_labels(done, size_text))
+    cell = ["model", "buffer_bytes", "buffers", "scheme"]
     best = done.loc[done.groupby(cell)["dram_bytes"].idxmin()].sort_values(cell)
     table = pd.DataFrame({
-        "model": best["model"], "buffer": [size_text(b) for b in best["buffer_bytes"]],
+        "model": best["model"], "buffer": best["buffers"],
         "dataflow": best["scheme"].str.upper(),
         "best DRAM (MiB)": [f"{v / 2**20:.3f}" for v in best["dram_bytes"]],
         "gap to optimum": ["" if pd.isna(g) else f"{100 * g:+.2f} %"
@@ -158,6 +161,26 @@ def results_text(store: Path, points: list) -> list[str]:  # noqa: ANN001 - swee
     more = f"\n... {len(table) - _RESULT_ROWS} more rows" if len(table) > _RESULT_ROWS else ""
     return [shown + more, f"figures: fusion-dse plot tradeoff|budget|pareto|compare {store}; "
                           f"every point and plan: fusion-dse report {store}"]
+
+
+def _buffer_labels(done: pd.DataFrame, size_text: Callable[[int], str]) -> list[str]:
+    """Each point's buffer as the table names it: its size, or with split buffers
+    ``W + A`` (weights + activations), so points of equal total but different splits stay
+    apart."""
+    from simulator.hw import load_hw
+
+    labels: dict[tuple[str, str], str] = {}
+    for hw, overrides in dict.fromkeys(zip(done["hw"], done["overrides"], strict=True)):
+        try:
+            config = load_hw(hw, json.loads(overrides) if overrides else {})
+        except (InputError, ValueError):
+            config = None
+        labels[hw, overrides] = ("" if config is None or not config.is_split else
+                                 f"{size_text(config.weight_capacity)} + "
+                                 f"{size_text(config.activation_capacity)}")
+    return [labels[k] or size_text(b) for k, b in
+            zip(zip(done["hw"], done["overrides"], strict=True), done["buffer_bytes"],
+                strict=True)]
 
 
 _RESULT_ROWS = 40

@@ -74,6 +74,7 @@ def test_compare_and_a_sweep_over_the_split_capacities(cli, tmp_path):
                        "activation_buffer=32KiB,64KiB", "--workers", "1", "--store",
                        str(store), "--quiet")
     assert code == 0 and "4 done, 0 failed" in out
+    assert "16 KiB + 64 KiB" in out and "64 KiB + 32 KiB" in out  # equal totals kept apart
     with sqlite3.connect(store) as db:
         totals = sorted(b for (b,) in db.execute("SELECT buffer_bytes FROM points"))
     assert totals == [48 * 1024, 80 * 1024, 96 * 1024, 128 * 1024]
