@@ -5,8 +5,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from explain.features import (BUFFER_REFERENCE_BYTES, NUM_BASE, capacities, encode_group,
-                              node_features)
+from explain.features import (
+    BUFFER_REFERENCE_BYTES,
+    NUM_BASE,
+    capacities,
+    encode_group,
+    node_features,
+)
 from explain.predict import predict_valid
 from simulator.hw import load_hw
 from simulator.workload.loader import load_zoo
