@@ -364,7 +364,7 @@ class _Growth:
         self.masks: list[int] = []
         self.preds: list[int] = []
         self.lb: list[tuple[int, int, int]] = []  # (lb_dram, lb_cycles, lb_fit) per set
-        members = self.scheme.fused  # a mixed scheme: a set runs if one member runs it
+        members = self.members = self.scheme.fused  # mixed: a set runs if one member runs it
         self.pairs = squeeze_pairs(graph) if any(m.holds_weights for m in members) else ()
         self.pair_g = sum(1 << p.g for p in self.pairs)
         floors = fit_floors(graph, self.hw) if any(m.tiled for m in members) else None
@@ -473,7 +473,7 @@ class _Growth:
         """True when no member of the scheme runs the set (nor any set grown from it)."""
         if mask & self.unfusable_mask:
             return True
-        return all(self._prunes(m, mask, weight_bytes) for m in self.scheme.fused)
+        return all(self._prunes(m, mask, weight_bytes) for m in self.members)
 
     def _prunes(self, member: Scheme, mask: int, weight_bytes: int) -> bool:
         if member.holds_weights:  # F_beta >= weights (+ a tensor held whole)
@@ -500,4 +500,4 @@ class _Growth:
         """True when only tiled members may run the set (every other member holds its weights
         and cannot): then its weights beyond the buffer are streamed, re-read per tile."""
         return all(m.tiled or (m.holds_weights and self._over_weights(mask, weight_bytes))
-                   for m in self.scheme.fused)
+                   for m in self.members)

@@ -468,6 +468,22 @@ def _best_incumbent(incumbents: Iterable[Incumbent]) -> Incumbent | None:
     return min(incumbents, key=lambda inc: inc.key, default=None)
 
 
+class _Deferred:
+    """`baseline_incumbents`, computed when first asked for: a solve that proves its optimum
+    without a cap never compares it with an incumbent (every valid plan, the incumbents'
+    included, is a path of its search, so none is below the optimum), and the segment DP
+    costs far more groups than such a solve (docs/exact.md, "Incumbents")."""
+
+    def __init__(self, graph: ComputeGraph, cache: CostCache) -> None:
+        self.graph, self.cache = graph, cache
+        self.found: tuple[Incumbent, ...] | None = None
+
+    def __iter__(self):  # noqa: ANN204 - an iterator of incumbents
+        if self.found is None:
+            self.found = tuple(baseline_incumbents(self.graph, self.cache))
+        return iter(self.found)
+
+
 def _from_incumbent(inc: Incumbent, space: CandidateSpace, *, costed: int, states: int,
                     seconds: float, optimal: bool, cap_reason: str, bound: int | None,
                     reproducible: bool, caps: ExactCaps, **fields: object) -> ExactResult:
@@ -516,13 +532,13 @@ def _solve_eager(graph: ComputeGraph, cache: CostCache, space: CandidateSpace, *
     of answering with the best incumbent (`optimum` then runs the lazy search)."""
     t = time.perf_counter()
     caps = ExactCaps(space.max_sets, max_states, max_costed)
-    best = _best_incumbent(incumbents)
     budget = _Budget(max_costed, None if time_limit is None else t + time_limit)
     try:
         search = _LazyAStar(graph, cache, space, max_states, budget)
     except _ListingCap as cap:
         if raise_listing_cap and not cap.timed_out:
             raise
+        best = _best_incumbent(incumbents)
         if best is None:
             best = _best_incumbent(baseline_incumbents(graph, cache))
         assert best is not None, "the optimal segment plan is always valid"
@@ -538,6 +554,8 @@ def _solve_eager(graph: ComputeGraph, cache: CostCache, space: CandidateSpace, *
     bound = search.bound if space.complete else None
     dram, cycles = sum(c.dram_bytes for c in path), sum(c.cycles for c in path)
     reproducible = not (budget.timed_out or space.timed_out)
+    # proven without a cap, the path is the optimum: no incumbent can be below it
+    best = None if space.complete and not budget.reason else _best_incumbent(incumbents)
     chosen = best if best is not None and best.key < (dram, cycles) else None
     answer = chosen.dram_bytes if chosen is not None else dram
     if not budget.reason:
@@ -689,7 +707,8 @@ def optimum(graph: ComputeGraph, cache: CostCache, *, caps: ExactCaps | None = D
     space = enumerate_space(graph, cache, max_sets=sets,
                             time_limit=None if time_limit is None
                             else time_limit * ENUMERATION_SHARE)
-    incumbents = tuple(baseline_incumbents(graph, cache) if incumbents is None else incumbents)
+    incumbents = _Deferred(graph, cache) if incumbents is None and time_limit is None \
+        else tuple(baseline_incumbents(graph, cache) if incumbents is None else incumbents)
     left = None if time_limit is None else max(1e-9, time_limit - (time.perf_counter() - t))
     why, listed = space.cap_reason, 0
     if search == "eager" or space.complete or time_limit is not None:

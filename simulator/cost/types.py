@@ -95,8 +95,22 @@ def timing(dram_bytes: int, buffer_traffic_bytes: int, macs: int, hw: HardwareCo
         energy_dram_pj=dram_bytes * hw.energy_dram_pj_per_byte,
         energy_buffer_pj=buffer_traffic_bytes * hw.energy_buffer_pj_per_byte,
         energy_mac_pj=macs * hw.energy_mac_pj,
-        energy_leak_pj=cycles * hw.leakage_pj_per_cycle,
+        energy_leak_pj=cycles * _leakage_pj_per_cycle(hw),
     )
+
+
+_LEAKAGE: dict[int, tuple[HardwareConfig, float]] = {}
+"""`HardwareConfig.leakage_pj_per_cycle` by the configuration's identity (a few configurations
+per process; `timing` runs once per group costed and the property prices every buffer anew)."""
+
+
+def _leakage_pj_per_cycle(hw: HardwareConfig) -> float:
+    entry = _LEAKAGE.get(id(hw))
+    if entry is None or entry[0] is not hw:
+        if len(_LEAKAGE) >= 64:
+            _LEAKAGE.clear()
+        entry = _LEAKAGE[id(hw)] = (hw, hw.leakage_pj_per_cycle)
+    return entry[1]
 
 
 @dataclass(frozen=True, slots=True)
