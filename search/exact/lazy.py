@@ -315,7 +315,10 @@ class _Search:
         with `floor` (the g + h of a state), placed at that state."""
         if self.upper is None or not self.brr:
             return False
-        excess = weights + res - self.growth.hw.buffer_bytes // self.d
+        hw = self.growth.hw
+        excess = weights + res - hw.buffer_bytes // self.d
+        if hw.is_split:  # resident weights also fit the weight buffer alone
+            excess = max(excess, weights - hw.weight_capacity // self.d)
         base = self.start_h if floor is None else floor
         return excess > 0 and tiles > 1 and base + excess * (tiles - 1) * self.d > self.upper
 
@@ -327,10 +330,12 @@ class _Search:
         ops = bits(mask)
         weights = sum(g.weights[o] for o in ops)
         if g.scheme.holds_weights:  # F_beta >= weights (+ a tensor held whole)
-            if weights * self.d > g.hw.buffer_bytes:
+            if weights * self.d > g.hw.weight_capacity:
                 return True
             if mask & g.pair_g:
                 held = max((p.elems for p in g.pairs if p.mask & mask == p.mask), default=0)
+                if g.hw.is_split:
+                    return held * self.d > g.hw.activation_capacity
                 return (weights + held) * self.d > g.hw.buffer_bytes
             return False
         return self._dead(mask, weights, max(g.floor_tiles[o] for o in ops),
@@ -556,11 +561,18 @@ def streaming_floors(growth: _Growth) -> list[int]:
     hold for every group holding o; an unfusable op, run alone layer by layer, is excluded by
     the caller). So the F_D of every set that runs is at least its compulsory traffic plus the
     sum of its ops' phi, which keeps the heuristic consistent with phi of the unplaced ops
-    added (docs/exact.md, "Heuristic")."""
+    added (docs/exact.md, "Heuristic").
+
+    Split buffers: an op whose weights exceed the weight buffer W cannot be resident either,
+    so phi(o) is also at least max(0, W(o) - W) x max(0, tiles[o] - 1) x dtype bytes; each
+    op's phi stays at most its own re-reads, (T - 1) x W(o) when streamed and 0 when
+    resident, so the sum over a set that runs stays within its F_D above the compulsory."""
     if not growth.scheme.tiled:
         return [0] * len(growth.weights)
-    limit = growth.hw.buffer_bytes // growth.hw.dtype_bytes
-    return [max(0, w + r - limit) * max(0, t - 1) * growth.hw.dtype_bytes
+    hw = growth.hw
+    limit = hw.buffer_bytes // hw.dtype_bytes
+    weight_limit = hw.weight_capacity // hw.dtype_bytes if hw.is_split else limit
+    return [max(0, w + r - limit, w - weight_limit) * max(0, t - 1) * hw.dtype_bytes
             for w, r, t in zip(growth.weights, growth.floor_res, growth.floor_tiles,
                                strict=True)]
 

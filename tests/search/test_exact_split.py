@@ -16,6 +16,7 @@ from simulator.workload.graph import ComputeGraph
 from tests.search.conftest import Net, draw_dag
 from tests.search.test_exact import _check_optimum
 from tests.search.test_exact_lazy import _check_brute, _check_consistent
+from tests.search.test_exact_streaming import _check_floors_and_consistency
 
 # (weight buffer, activation buffer): weights tight, activations tight, both, neither
 _SPLITS = ((600, 2_400), (2_400, 600), (1_200, 1_800), (4_000, 1_000), (1_000, 4_000),
@@ -48,6 +49,14 @@ def test_exact_equals_brute_force_under_split_buffers(graph, scheme, split):
        split=st.sampled_from(_SPLITS))
 def test_lazy_heuristic_stays_consistent_under_split_buffers(graph, scheme, split):
     _check_consistent(graph, CostCache(graph, _hw(split), scheme))
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(graph=split_dags(), split=st.sampled_from(_SPLITS))
+def test_streaming_floors_stay_below_every_costed_brr_group_under_split_buffers(graph, split):
+    """phi(o), with the weight buffer's term, never exceeds what a BRR set that runs pays
+    above its compulsory traffic (and h stays consistent)."""
+    _check_floors_and_consistency(graph, CostCache(graph, _hw(split), "brr"))
 
 
 def test_split_buffers_change_what_runs():
