@@ -502,6 +502,8 @@ def _sram_table(value: Any) -> tuple[sram.SramRow, ...]:
         return value
     if isinstance(value, str):
         return _table_file(value)
+    if isinstance(value, list | tuple) and not value:
+        return ()  # no table: the model (as `to_dict` writes a config without one)
     if not isinstance(value, list | tuple):
         raise ValueError("must be a CSV or YAML file name or a list of rows with "
                          f"{', '.join(sram.TABLE_COLUMNS)}")

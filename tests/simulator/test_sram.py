@@ -4,6 +4,7 @@ changed: update both together."""
 
 from __future__ import annotations
 
+import json
 import math
 
 import pytest
@@ -121,6 +122,8 @@ def test_every_preset_states_its_node_and_source():
         hw = load_hw(name)
         assert hw.sram is not None and hw.sram.node_nm in NODES and hw.sram.source, name
         assert hw.area_mm2 > 0 and hw.leakage_mw > 0
+        # a plan file records the hardware as JSON and applies it as overrides
+        assert hw.with_overrides(**json.loads(json.dumps(hw.to_dict()))) == hw, name
 
 
 def test_sram_tables_from_csv_and_yaml_files(tmp_path):
