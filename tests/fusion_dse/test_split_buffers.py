@@ -46,6 +46,15 @@ def test_evaluate_and_simulate_check_each_buffer(cli, split_plan):
     assert code == 0 and "peak per buffer       weights " in out
 
 
+def test_a_plan_carries_its_split_buffers(cli, split_plan):
+    code, out, _ = cli("evaluate", "squeezenet1_1", *SHAPE, "--plan", str(split_plan))
+    assert code == 0 and "on nvdla-split (buffers 65,536 B weights + 65,536 B activations" in out
+    code, out, err = cli("evaluate", "squeezenet1_1", *SHAPE, "--hw", "nvdla-small", "--plan",
+                         str(split_plan))
+    assert code == 0 and "on nvdla-small (buffer 131,072 B" in out
+    assert "the plan's buffers do not apply to nvdla-small's shared buffer" in err
+
+
 def test_overrides_of_the_split_capacities(cli):
     code, out, _ = cli("evaluate", "squeezenet1_1", *SHAPE, *HW, "--weight-buffer", "16KiB",
                        "--format", "json")
