@@ -196,7 +196,7 @@ def lbdf_buffer_bound(graph: ComputeGraph, ops: Iterable[int], dtype_bytes: int,
     mask = sum(1 << o for o in ops)
     pairs = squeeze_pairs(graph) if pairs is None else pairs
     held = max((p.elems for p in pairs if p.mask & mask == p.mask), default=0)
-    return (sum(graph[o].weight_elems for o in bits(mask)) + held) * dtype_bytes
+    return (sum(graph[o].weight_reads for o in bits(mask)) + held) * dtype_bytes
 
 
 def bits(mask: int) -> tuple[int, ...]:
@@ -260,7 +260,7 @@ def _only_tiled(cache: CostCache, mask: int) -> bool:
         return False
     if all(m.tiled for m in members):
         return True
-    weight_bytes = sum(cache.graph[o].weight_elems for o in bits(mask)) * cache.hw.dtype_bytes
+    weight_bytes = sum(cache.graph[o].weight_reads for o in bits(mask)) * cache.hw.dtype_bytes
     return all(m.tiled or (m.holds_weights and weight_bytes > cache.hw.weight_capacity)
                for m in members)
 
@@ -348,7 +348,7 @@ class _Growth:
         self.max_sets, self.time_limit = max_sets, time_limit
         self.closure = _Closure.of(graph)
         self.out_elems = [op.output_elems for op in graph]
-        self.weights = [op.weight_elems for op in graph]
+        self.weights = [op.weight_reads for op in graph]
         self.macs = [op.macs for op in graph]
         deps = row_deps(graph)
         # ops that leave input rows unread: upstream of one, a group may compute part of an op
@@ -378,7 +378,7 @@ class _Growth:
         c, op = self.closure, self.graph[o]
         leaving = 1 << o if self.is_output[o] or c.succ[o] else 0
         return (1 << o, c.desc[o], c.anc[o], c.nbr[o], c.pred[o], leaving, self.netin[o],
-                op.weight_elems, op.macs, self.floor_tiles[o], self.floor_res[o])
+                op.weight_reads, op.macs, self.floor_tiles[o], self.floor_res[o])
 
     def run(self) -> CandidateSpace:
         n = len(self.graph)

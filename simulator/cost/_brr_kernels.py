@@ -73,7 +73,7 @@ class GraphTables:
         self.output[list(graph.output_set)] = 1
         self.pool = np.array([op.kind is OpKind.GLOBAL_POOL for op in graph], dtype=np.int64)
         self.macs = np.array([op.macs for op in graph], dtype=np.int64)
-        self.weights = np.array([op.weight_elems for op in graph], dtype=np.int64)
+        self.weights = np.array([op.weight_reads for op in graph], dtype=np.int64)
         self._graph = graph
 
     @cached_property
@@ -105,7 +105,7 @@ class GraphTables:
     def op_traffic(self) -> np.ndarray:
         """Per op, the buffer accesses of `simulator.cost.traffic.buffer_traffic_elems`."""
         g = self._graph
-        return np.array([sum(g.tensor_elems(r) for r in op.inputs) + op.weight_elems
+        return np.array([sum(g.tensor_elems(r) for r in op.inputs) + op.weight_reads
                          + op.output_elems for op in g], dtype=np.int64)
 
     @cached_property

@@ -104,7 +104,7 @@ class LbdfTables:
         for op in graph:
             o = op.id
             blocks = deps.whole_from_rows(o)
-            traffic = sum(graph.tensor_elems(r) for r in op.inputs) + op.weight_elems \
+            traffic = sum(graph.tensor_elems(r) for r in op.inputs) + op.weight_reads \
                 + op.output_elems
             first_slot = len(slot)
             for i, ref in enumerate(op.inputs):
@@ -122,7 +122,7 @@ class LbdfTables:
             succ = graph.successors(o)
             first_succ = put(np.array(succ, dtype=np.int64))
             op_tab[o] = (blocks, op.kind is OpKind.GLOBAL_POOL, o in graph.output_set,
-                         op.macs, op.weight_elems, traffic, op.output_elems, first_slot,
+                         op.macs, op.weight_reads, traffic, op.output_elems, first_slot,
                          len(slot), first_succ, first_succ + len(succ))
         self.op = op_tab
         self.slot = np.array(slot, dtype=np.int64).reshape(-1, 10)

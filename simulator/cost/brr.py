@@ -277,7 +277,7 @@ def schedule_cycles(graph: ComputeGraph, ops: tuple[int, ...], tiling: TileCost,
             continue
         op = graph[w.op]
         kind[p] = 3 if plan.split == "in" else 2
-        slices[p], elems[p] = plan.slices, op.weight_elems
+        slices[p], elems[p] = plan.slices, op.weight_reads
         chans[p] = channels(op.input_shapes[0] if plan.split == "in" else op.output_shape)
         x[p] = layout.index[op.inputs[0]]
         if plan.split == "in" and x[p] < n_ent:
@@ -925,9 +925,9 @@ def _op_floors(graph: ComputeGraph, acc: int) -> tuple[np.ndarray, np.ndarray]:
     floor = act.copy()
     need = act.copy()
     for op in graph:
-        if not op.weight_elems:
+        if not op.weight_reads:
             continue
-        need[op.id] += slice_elems(op.weight_elems, channels(op.output_shape), 0, 1)
+        need[op.id] += slice_elems(op.weight_reads, channels(op.output_shape), 0, 1)
         chans = _in_sliceable(op)
         if chans:
             x = op.inputs[0]
@@ -936,7 +936,7 @@ def _op_floors(graph: ComputeGraph, acc: int) -> tuple[np.ndarray, np.ndarray]:
                    * (deps.row_elems_of[x] // chans)
                    + (deps.row_elems_of[x] if deps.height_of[x] > 1 else 0))
             np.minimum(floor[op.id], alt, out=floor[op.id])
-            np.minimum(need[op.id], alt + slice_elems(op.weight_elems, chans, 0, 1),
+            np.minimum(need[op.id], alt + slice_elems(op.weight_reads, chans, 0, 1),
                        out=need[op.id])
     return floor, need
 
@@ -950,11 +950,11 @@ def _weight_info(graph: ComputeGraph) -> tuple[dict[int, tuple[int, ...]], dict[
     deps = row_deps(graph)
     info, inputs = {}, {}
     for op in graph:
-        if not op.weight_elems:
+        if not op.weight_reads:
             continue
         c_out, chans = channels(op.output_shape), _in_sliceable(op)
-        info[op.id] = (op.weight_elems, c_out, slice_elems(op.weight_elems, c_out, 0, 1), chans,
-                       slice_elems(op.weight_elems, chans, 0, 1) if chans else 0,
+        info[op.id] = (op.weight_reads, c_out, slice_elems(op.weight_reads, c_out, 0, 1), chans,
+                       slice_elems(op.weight_reads, chans, 0, 1) if chans else 0,
                        deps.row_elems_of[op.inputs[0]] // chans if chans else 0)
         if chans:
             inputs[op.id] = op.inputs[0]
@@ -965,7 +965,7 @@ def _in_sliceable(op: Op) -> int:
     """Input channels of an op that can run in input-channel slices (0 if it cannot): a
     convolution of one group on a 4-d input, or a linear layer on an N,C input, with weights,
     one distinct input of at least two channels."""
-    if not op.weight_elems or len(set(op.inputs)) != 1:
+    if not op.weight_reads or len(set(op.inputs)) != 1:
         return 0
     shape = op.input_shapes[0]
     if not ((op.kind is OpKind.CONV and op.groups == 1 and len(shape) == 4

@@ -58,7 +58,7 @@ def lbdf_cycles(graph: ComputeGraph, ops: tuple[int, ...], order: RowOrder,
     weights = np.zeros(len(order.refs), dtype=np.int64)
     comp[n_in:] = [-(-(op.macs // h) // hw.macs_per_cycle)
                    for op, h in zip(ops_of, order.heights[n_in:], strict=True)]
-    weights[n_in:] = [op.weight_elems for op in ops_of]
+    weights[n_in:] = [op.weight_reads for op in ops_of]
     return int(order_cycles(
         np.asarray(order.tensor, dtype=np.int64), np.asarray(order.row, dtype=np.int64),
         heights, np.array([deps.row_elems_of[r] for r in order.refs], dtype=np.int64), n_in,

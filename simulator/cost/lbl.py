@@ -49,7 +49,7 @@ import numpy as np
 
 from simulator.cost import lbdf
 from simulator.cost.cycles import layer_cycles
-from simulator.cost.rows import reduced_axes, row_deps
+from simulator.cost.rows import is_embedding, reduced_axes, row_deps
 from simulator.cost.traffic import boundary, buffer_traffic_elems
 from simulator.cost.types import Failure, GroupCost, timing
 from simulator.scheme import Scheme
@@ -307,11 +307,12 @@ class Layer:
         self.shapes = {r: graph.tensor_shape(r) for r in self.refs}
         self.writes = o in graph.outputs_of((o,))
         self.out_elems = op.output_elems
-        self.weights = op.weight_elems
+        self.weights = op.weight_reads
         self.form = _form(op)
         self.banded: list[_Banded] = []
         self.held_block: list[tuple[int, int]] = []  # (ref, bytes per channel unit)
         self.held_whole: list[int] = []  # refs held whole for the whole op
+        self.gather = False  # an embedding (chunks reading their table rows)
         getattr(self, f"_init_{self.form}")()
 
     # --- per form --------------------------------------------------------------------------
@@ -379,7 +380,9 @@ class Layer:
         self.banded = [_Banded(self.op.inputs[0], self.h_in, self.in_unit_row, rows, rows)]
 
     def _init_chunks(self) -> None:
-        self.shared = self.weights
+        # an embedding reads the table rows of each chunk's ids with the chunk (section 9.8)
+        self.gather = is_embedding(self.op)
+        self.shared = 0 if self.gather else self.weights
         # the smallest chunk: one element, or one line of a softmax / normalisation
         self.line = _line_elems(self.op)
         self.lines = max(1, self.out_elems // self.line)
@@ -694,9 +697,20 @@ class Layer:
 
         return split(self.out_elems), [split(math.prod(self.shapes[r])) for r in self.refs]
 
+    def weight_chunks(self, n: int) -> np.ndarray:
+        """Weight elements each of `n` chunks reads: an embedding's table rows, split as its
+        output; zeros for any other op (its weights are held whole, `shared`)."""
+        if not self.gather:
+            return np.zeros(n, dtype=np.int64)
+        return self.chunk_split(n)[0]
+
     def _chunk_need(self, n: int) -> int:
         out, ins = self.chunk_split(n)
-        return self.d * (int((out + sum(ins)).max()) + self.shared)
+        rows = self.weight_chunks(n)
+        return self.d * (int((out + sum(ins) + rows).max()) + self.shared)
+
+    def _chunk_weight_buffer(self, n: int) -> int:
+        return self.d * (int(self.weight_chunks(n).max()) + self.shared)
 
     def _tile_chunks(self, buffer: int) -> LayerTiling:
         d = self.d
@@ -706,9 +720,10 @@ class Layer:
                 per_line = (self.out_elems + sum(map(math.prod, self.shapes.values()))) \
                     // self.lines
                 return d * (-(-self.lines // n) * per_line + self.shared)
+            rows = -(-self.out_elems // n) if self.gather else 0
             return d * (-(-self.out_elems // n) + sum(-(-math.prod(s) // n)
                                                       for s in self.shapes.values())
-                        + self.shared)
+                        + self.shared + rows)
 
         shared = d * self.shared
 
@@ -719,16 +734,17 @@ class Layer:
         if not fits(hi):
             smallest = "1 element" if self.line == 1 else f"1 line of {self.line:,} elements"
             return self._result(LoopOrder.CHUNKS, buffer, self._chunk_need(hi),
-                                d * self.shared, self.ideal_read(), d * self.weights,
-                                bands=hi, smallest=smallest)
+                                self._chunk_weight_buffer(hi), self.ideal_read(),
+                                d * self.weights, bands=hi, smallest=smallest)
         while lo < hi:  # the fewest chunks whose bound fits
             mid = (lo + hi) // 2
             if fits(mid):
                 hi = mid
             else:
                 lo = mid + 1
-        return self._result(LoopOrder.CHUNKS, buffer, self._chunk_need(lo), d * self.shared,
-                            self.ideal_read(), d * self.weights, bands=lo)
+        return self._result(LoopOrder.CHUNKS, buffer, self._chunk_need(lo),
+                            self._chunk_weight_buffer(lo), self.ideal_read(), d * self.weights,
+                            bands=lo)
 
     def heads_need(self, rows: int) -> int:
         """Bytes a head holds with `rows` rows of the first operand per chunk: the second
@@ -768,6 +784,8 @@ def _form(op: Op) -> str:
     """How an op tiles (`Layer.form`)."""
     rank4 = len(op.output_shape) == 4 and all(len(s) == 4 for s in op.input_shapes)
     kind = op.kind
+    if is_embedding(op):  # token ids in chunks, each reading its table rows
+        return "chunks"
     if kind is OpKind.LINEAR and len(op.input_shapes) == 1 and op.weight_elems \
             and op.input_shapes[0][:-1] == op.output_shape[:-1]:
         return "matrix"

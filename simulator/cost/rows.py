@@ -26,8 +26,8 @@ import numpy as np
 
 from simulator.workload.graph import ComputeGraph, Op, OpKind, Shape
 
-__all__ = ["RowAxes", "RowDeps", "height", "image_row", "reduced_axes", "row_axes", "row_deps",
-           "row_elems", "slot_window"]
+__all__ = ["RowAxes", "RowDeps", "height", "image_row", "is_embedding", "reduced_axes",
+           "row_axes", "row_deps", "row_elems", "slot_window", "token_id_inputs"]
 
 _WINDOWED = {OpKind.CONV, OpKind.DWCONV, OpKind.POOL}
 _SPATIAL = _WINDOWED | {OpKind.RESIZE, OpKind.PAD}
@@ -65,6 +65,23 @@ def image_row(shape: Shape, axis: int | None) -> bool:
     return axis == 2 and len(shape) == 4
 
 
+def is_embedding(op: Op) -> bool:
+    """Whether `op` is an embedding: token ids reading rows of a table (its weights)."""
+    return op.kind is OpKind.LINEAR and op.op_type == "embedding"
+
+
+def token_id_inputs(graph: ComputeGraph) -> frozenset[int]:
+    """The network inputs that are token ids: (N, L) tensors read by embeddings only. Their
+    row axis is the tokens L (axis 1), as the (N, L, D) sequence an embedding makes of them."""
+    readers: dict[int, list[Op]] = {}
+    for op in graph:
+        for ref in op.inputs:
+            if ref < 0:
+                readers.setdefault(-ref - 1, []).append(op)
+    return frozenset(k for k, ops in readers.items()
+                     if len(graph.input_shapes[k]) == 2 and all(map(is_embedding, ops)))
+
+
 class RowAxes:
     """The row axis of every tensor of a graph and how each op's output rows read its inputs.
 
@@ -77,7 +94,8 @@ class RowAxes:
     """
 
     def __init__(self, graph: ComputeGraph) -> None:
-        self.of: dict[int, int | None] = {-(k + 1): default_axis(s)
+        ids = token_id_inputs(graph)
+        self.of: dict[int, int | None] = {-(k + 1): 1 if k in ids else default_axis(s)
                                           for k, s in enumerate(graph.input_shapes)}
         self.mode: list[tuple[object, ...]] = []
         for op in graph:
@@ -118,6 +136,8 @@ def _propagate(op: Op, axes: list[int | None]) -> tuple[int | None, tuple[object
             return _fallback(out), whole
         return axis, tuple(RATIO if x is not None and x + rank - len(t) == axis else WHOLE
                            for x, t in zip(axes, op.input_shapes, strict=True))
+    if is_embedding(op):  # token row t reads id t and its table row
+        return (a, (RATIO,)) if a is not None else (_fallback(out), whole)
     if a is None:
         return _fallback(out), whole
     if kind is OpKind.NORM and a not in _as_axes(op.attr("axes"), len(s)) \

@@ -44,7 +44,7 @@ def boundary(graph: ComputeGraph, ops: Iterable[int]) -> Boundary:
         leaving=leaving,
         read_elems=sum(graph.tensor_elems(r) for r in entering),
         write_elems=sum(graph[o].output_elems for o in leaving),
-        weight_elems=sum(graph[o].weight_elems for o in ops),
+        weight_elems=sum(graph[o].weight_reads for o in ops),
     )
 
 
@@ -64,6 +64,6 @@ def buffer_traffic_elems(graph: ComputeGraph, ops: Iterable[int]) -> int:
     total = 0
     for o in ops:
         op = graph[o]
-        total += sum(graph.tensor_elems(r) for r in op.inputs) + op.weight_elems \
+        total += sum(graph.tensor_elems(r) for r in op.inputs) + op.weight_reads \
             + op.output_elems
     return total

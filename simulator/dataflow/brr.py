@@ -27,7 +27,7 @@ def replayed_tiling(graph: ComputeGraph, cost: GroupCost, hw: HardwareConfig) ->
     ops keep their weights resident): the same `TileCost` as the cost model's search, without
     the search (`tests/simulator/engine/test_dataflows.py`)."""
     streamed = {op for op, _, _ in cost.weight_slices}
-    resident = [o for o in cost.ops if graph[o].weight_elems and o not in streamed]
+    resident = [o for o in cost.ops if graph[o].weight_reads and o not in streamed]
     return brr.tile_cost(graph, cost.ops, cost.tiles, hw, resident)
 
 

@@ -122,7 +122,7 @@ class _BrrGroup:
     def _output_slices(self, o: int, plan: OpWeights, macs: int,
                        reads: int) -> Generator[Any, Any, None]:
         """Streamed weights in output-channel slices (one slice: the whole op)."""
-        m, elems = self.m, self.graph[o].weight_elems
+        m, elems = self.m, self.graph[o].weight_reads
         chans = channels(self.graph[o].output_shape)
         for a, b in slice_bounds(chans, plan.slices):
             w = slice_elems(elems, chans, a, b) * self.d
@@ -135,7 +135,7 @@ class _BrrGroup:
                       out_bytes: int, last_tile: bool) -> Generator[Any, Any, None]:
         """Streamed weights in input-channel slices: partial sums, then requantised."""
         m, graph = self.m, self.graph
-        x, elems = graph[o].inputs[0], graph[o].weight_elems
+        x, elems = graph[o].inputs[0], graph[o].weight_reads
         chans = channels(graph[o].input_shapes[0])
         x_rows = int(self.regions.rows(x)[j])
         per_channel = x_rows * self.row_bytes[x] // chans

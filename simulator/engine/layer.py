@@ -241,6 +241,7 @@ class _Run:
     def _chunks(self) -> Generator[Any, Any, None]:
         L, d, m = self.layer, self.d, self.m
         outs, ins = L.chunk_split(self.t.bands)
+        rows = L.weight_chunks(self.t.bands)
         for j in range(self.t.bands):
             ready, xs = self.ready, 0
             for r, sizes in zip(L.refs, ins, strict=True):
@@ -248,6 +249,10 @@ class _Run:
                 got = yield from self._load(nbytes, f"chunk {j} of {self.names[r]!r}",
                                             self.names[r])
                 ready, xs = max(ready, got), xs + nbytes
+            if rows[j]:  # an embedding's table rows of this chunk's ids
+                got = yield from self._load(d * int(rows[j]), f"table rows of chunk {j}",
+                                            self.w_name)
+                ready, xs = max(ready, got), xs + d * int(rows[j])
             out = d * int(outs[j])
             yield from m.alloc(out, f"chunk {j} of {self.op.name!r}")
             yield from m.wait_until(ready)

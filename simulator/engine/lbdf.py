@@ -118,7 +118,7 @@ class _LbdfGroup:
     def _load_weights(self) -> Generator[Any, Any, None]:
         d = self.m.hw.dtype_bytes
         for o in self.ops:
-            w = self.graph[o].weight_elems * d
+            w = self.graph[o].weight_reads * d
             if w:
                 yield from self.m.alloc(w, f"the weights of {self.graph[o].name!r}", "weights")
                 self.weights_ready[o] = self.m.transfer(w, f"{self.graph[o].name}.weights")
@@ -201,4 +201,4 @@ class _LbdfGroup:
             self.held = 0
         d = self.m.hw.dtype_bytes
         for o in self.ops:
-            yield from self.m.free(role="weights", nbytes=self.graph[o].weight_elems * d)
+            yield from self.m.free(role="weights", nbytes=self.graph[o].weight_reads * d)

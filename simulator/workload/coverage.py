@@ -504,7 +504,8 @@ def _export_section() -> list[str]:
         f"ATen op set less {len(PRESERVED)} ops kept whole ({kept}), and each ATen call "
         f"mapped ({sum(len(r[0]) for r in COVERAGE)} ATen op names below); tensors computed "
         "from constants only are constants. An ATen op not listed is refused by name "
-        "(`unsupported op aten.cumsum at node ...`). The zoo stays on `from_torch`.",
+        "(`unsupported op aten.cumsum at node ...`). The zoo stays on `from_torch`, but for "
+        "its decoder (token ids and a KV cache).",
         "",
         "| ATen ops | IR kind | op_type | notes |",
         "|---|---|---|---|",

@@ -115,7 +115,18 @@ def _threshold(x: torch.Tensor, p: Mapping[str, Any]) -> torch.Tensor:
     return F.threshold(x, float(p["threshold"]), float(p["value"]))
 
 
+def _causal_mask(x: torch.Tensor, p: Mapping[str, Any]) -> torch.Tensor:
+    """Scores ``(..., R, S)`` whose row r is query ``r // group`` at position ``r // group +
+    offset``: key j kept iff j <= that position, -inf elsewhere (group 1, offset 0: torch's
+    ``is_causal``)."""
+    rows, cols = x.shape[-2:]
+    pos = torch.arange(rows) // int(p.get("group", 1)) + int(p.get("offset", 0))
+    keep = torch.arange(cols)[None, :] <= pos[:, None]
+    return x.masked_fill(~keep.to(x.device), -math.inf)
+
+
 _ACTIVATION_FNS: dict[str, Callable[[torch.Tensor, Mapping[str, Any]], torch.Tensor]] = {
+    "causal_mask": _causal_mask,
     "relu": lambda x, p: F.relu(x),
     "relu6": lambda x, p: F.relu6(x),
     "hardtanh": lambda x, p: F.hardtanh(x, float(p.get("min_val", -1.0)),

@@ -334,7 +334,7 @@ class _Converter:
         while name in self.used:
             name, k = f"{base}#{k}", k + 1
         self.used.add(name)
-        attrs = {k: _finite(v) for k, v in (attrs or {}).items()}
+        attrs = dict(attrs or {})  # infinite values made finite by `freeze_attrs`
         self.specs[name] = {"kind": kind, "op_type": op_type, "inputs": list(inputs),
                             "shape": tuple(int(d) for d in shape), "attrs": attrs, **fields}
         if params:
@@ -471,20 +471,6 @@ class _Converter:
         if out_shape != (1, m, 1, 1):
             y = self.emit(base, OpKind.RESHAPE, "reshape", [y], out_shape)
         return y, out_shape, count
-
-
-_FLOAT32_MAX = float(torch.finfo(torch.float32).max)
-
-
-def _finite(value: Any) -> Any:
-    """An attribute value JSON can carry: an infinite float (a pad or fill value of -inf, as
-    TF-"same" max pooling pads) becomes float32's largest finite value of its sign, which
-    acts the same on float32 activations (the graph document holds finite numbers only)."""
-    if isinstance(value, float) and math.isinf(value):
-        return math.copysign(_FLOAT32_MAX, value)
-    if isinstance(value, tuple):
-        return tuple(_finite(v) for v in value)
-    return value
 
 
 def _flat(args: Any) -> list[fx.Node]:
@@ -1144,11 +1130,9 @@ def _sdpa(c: _Converter, node: fx.Node, a: dict[str, Any]) -> Any:
     scale = 1.0 / math.sqrt(qs[-1]) if scale is None else float(scale)
     s = c.arith(f"{base}.scale", "mul", s, scale, s_shape)
     mask = a.get("attn_mask")
-    if a.get("is_causal"):
-        L, S = s_shape[-2], s_shape[-1]
-        causal = torch.ones(L, S, dtype=torch.bool).tril()
-        add = torch.zeros(L, S).masked_fill(~causal, -math.inf)
-        s = c.arith(f"{base}.causal", "add", s, add, s_shape)
+    if a.get("is_causal"):  # top-left aligned, as torch's: key j of query i kept iff j <= i
+        s = c.emit(f"{base}.causal", OpKind.ELTWISE_UNARY, "causal_mask", [s], s_shape,
+                   attrs={"group": 1, "offset": 0})
     if mask is not None:
         if c.is_act(mask):
             if c.val[mask].dtype == torch.bool:
@@ -1167,6 +1151,12 @@ def _sdpa(c: _Converter, node: fx.Node, a: dict[str, Any]) -> Any:
                attrs={"axis": len(s_shape) - 1})
     out = c.shape(node)
     return c.emit(base, OpKind.MATMUL, "matmul", [p, vi], out, macs=matmul_macs(out, s_shape))
+
+
+def _causal_mask(c: _Converter, node: fx.Node, a: dict[str, Any]) -> Any:
+    """The zoo decoder's ``fusion_dse::causal_mask`` (`simulator.workload.zoo.llama`)."""
+    return c.emit(node.name, OpKind.ELTWISE_UNARY, "causal_mask", [c.tensor[a["scores"]]],
+                  c.shape(node), attrs={"group": int(a["group"]), "offset": int(a["offset"])})
 
 
 def _resize(c: _Converter, node: fx.Node, a: dict[str, Any]) -> Any:
@@ -1289,7 +1279,7 @@ _HANDLERS: dict[str, Callable[[_Converter, fx.Node, dict[str, Any]], Any]] = {
     "var": _var, "var_mean": _var, "linalg_vector_norm": _vector_norm,
     "clamp": _clamp, "clamp_min": _clamp, "clamp_max": _clamp, "hardtanh": _clamp,
     "rsqrt": _rsqrt, "square": _square, "addcmul": _addcmul, "where": _where,
-    "scaled_dot_product_attention": _sdpa,
+    "scaled_dot_product_attention": _sdpa, "causal_mask": _causal_mask,
     "upsample_nearest2d": _resize, "upsample_bilinear2d": _resize,
     "upsample_bicubic2d": _resize,
     "pixel_shuffle": _shuffle, "pixel_unshuffle": _shuffle, "channel_shuffle": _shuffle,
@@ -1319,10 +1309,17 @@ class ExportResult:
 
 def _examples(module: nn.Module, input_shape: Any,
               example: Sequence[torch.Tensor] | None) -> list[torch.Tensor]:
+    """`example`, or one input of `input_shape`: token ids (integers below every embedding
+    table's size) for a rank-2 shape of a module with an ``nn.Embedding`` (a language model
+    named by ``module:callable``), else a float tensor."""
     if example is not None:
         return [t for t in example]
     shape = check_input_shape(input_shape)
-    return [torch.randn(shape, generator=torch.Generator().manual_seed(0))]
+    gen = torch.Generator().manual_seed(0)
+    tables = [m.num_embeddings for m in module.modules() if isinstance(m, nn.Embedding)]
+    if len(shape) == 2 and tables:
+        return [torch.randint(0, min(tables), shape, generator=gen)]
+    return [torch.randn(shape, generator=gen)]
 
 
 def from_export_with_params(module: nn.Module, input_shape: Sequence[int] | str | None = None,
@@ -1335,7 +1332,8 @@ def from_export_with_params(module: nn.Module, input_shape: Sequence[int] | str 
 
     Args:
         module: The network (put in eval mode; not modified otherwise).
-        input_shape: Shape of the single (float) input; or give `example`.
+        input_shape: Shape of the single input (float; token ids for a rank-2 shape of a
+            module with an ``nn.Embedding``); or give `example`.
         name: Graph name (default: the module's class name).
         fold_bn: Fold a BatchNorm into the convolution before it.
         allow_opaque: Import ATen ops without a mapping as opaque ops (with a warning).
@@ -1435,8 +1433,11 @@ COVERAGE: tuple[tuple[tuple[str, ...], str, str, str], ...] = (
      "the kept values multiplied by the condition, the fill added (an infinite fill needs no "
      "multiply); a condition computed from the input refused"),
     (("scaled_dot_product_attention",), "transpose, matmul, eltwise_unary, softmax",
-     "", "K^T, Q @ K^T, the scale, is_causal's and a constant mask's additive 0 / -inf, "
-     "softmax, P @ V; grouped-query heads repeated (unsqueeze, expand, reshape)"),
+     "", "K^T, Q @ K^T, the scale, is_causal as a causal_mask op (no weights), a constant "
+     "mask's additive 0 / -inf, softmax, P @ V; grouped-query heads repeated (unsqueeze, "
+     "expand, reshape)"),
+    (("causal_mask",), "eltwise_unary", "causal_mask", "the zoo decoder's fusion_dse::"
+     "causal_mask (attrs group, offset): no weights"),
     (("upsample_nearest2d", "upsample_bilinear2d", "upsample_bicubic2d"), "resize", "resize",
      "attrs mode, align_corners, size"),
     (("pixel_shuffle", "pixel_unshuffle", "channel_shuffle"), "transpose",

@@ -186,6 +186,16 @@ class Op(OpFields):
         """Elements of the output tensor."""
         return math.prod(self.output_shape)
 
+    @property
+    def weight_reads(self) -> int:
+        """Weight elements one run of the op reads: `weight_elems`, except for an embedding
+        (op_type ``embedding``), which reads only the table rows its token ids select, one row
+        of D per id (the output's elements), never the whole table (docs/cost-model.md,
+        section 9.8)."""
+        if self.op_type == "embedding" and self.kind is OpKind.LINEAR:
+            return self.output_elems
+        return self.weight_elems
+
     def attr(self, key: str, default: Any = None) -> Any:
         """Value of extra attribute `key`, or `default`."""
         return dict(self.attrs).get(key, default)
@@ -239,13 +249,22 @@ def _pair(v: Sequence[int]) -> tuple[int, int]:
     return int(a), int(b)
 
 
+FLOAT32_MAX = 3.4028234663852886e38
+"""float32's largest finite value: what an infinite attribute becomes."""
+
+
 def freeze_attrs(attrs: Mapping[str, Any]) -> tuple[tuple[str, Any], ...]:
     """Attributes as a sorted tuple of pairs, lists turned into tuples at every depth
-    (hashable, comparable)."""
+    (hashable, comparable), an infinite float (a pad or fill value of -inf, as TF-"same" max
+    pooling pads) as float32's largest finite value of its sign, which acts the same on
+    float32 activations: the graph document holds finite numbers only, so every importer's
+    graph round-trips through JSON."""
     return tuple(sorted((str(k), _frozen(v)) for k, v in attrs.items()))
 
 
 def _frozen(value: Any) -> Any:
+    if isinstance(value, float) and math.isinf(value):
+        return math.copysign(FLOAT32_MAX, value)
     return tuple(_frozen(v) for v in value) if isinstance(value, (list, tuple)) else value
 
 

@@ -34,8 +34,8 @@ from simulator.workload.graph import ComputeGraph
 from simulator.workload.input_shape import check_input_shape
 from simulator.workload.zoo_catalog import catalog, resolution_shape
 
-__all__ = ["check_spec", "import_torchvision", "load", "load_zoo", "resolve_zoo_name",
-           "zoo_module"]
+__all__ = ["check_spec", "import_torchvision", "import_zoo_entry", "load", "load_zoo",
+           "resolve_zoo_name", "zoo_module"]
 
 DEFAULT_INPUT_SHAPE = (1, 3, 224, 224)
 _RESOLUTION = re.compile(r"^(?P<name>[^@]+)@(?P<h>\d+)(?:x(?P<w>\d+))?$")
@@ -83,16 +83,28 @@ def load_zoo(name: str, input_shape: Sequence[int] | None = None) -> ComputeGrap
 
 @lru_cache(maxsize=32)
 def _zoo_graph(key: str, shape: tuple[int, ...]) -> ComputeGraph:
-    from simulator.workload.torch_import import from_torch
     from simulator.workload.zoo import ZOO
 
-    entry = ZOO[key]
+    return import_zoo_entry(ZOO[key], shape)
+
+
+def import_zoo_entry(entry: Any, shape: tuple[int, ...]) -> ComputeGraph:
+    """The graph of zoo entry `entry` (a `zoo.ZooEntry`) at input shape `shape`: its module
+    imported through torch.fx, or through ``torch.export`` on its example inputs where the
+    entry has them (a decoder's token ids and KV cache)."""
     try:
         module = entry.build(shape)
+        example = entry.examples(shape) if entry.examples is not None else None
     except ValueError as err:  # a model built for its input shape: ViT's patches
         raise InputShapeError(f"input shape {','.join(map(str, shape))} does not fit model "
-                              f"{key!r}: {err}") from None
-    return from_torch(module, shape, name=key)
+                              f"{entry.name!r}: {err}") from None
+    if example is not None:
+        from simulator.workload.export_import import from_export
+
+        return from_export(module, example=example, name=entry.name)
+    from simulator.workload.torch_import import from_torch
+
+    return from_torch(module, shape, name=entry.name)
 
 
 def load(spec: str, input_shape: Sequence[int] | str | None = None, *,

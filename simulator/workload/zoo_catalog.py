@@ -106,12 +106,12 @@ def resolution_shape(name: str, default: Sequence[int], axes: Sequence[int],
 def measure(name: str) -> ZooFacts:
     """The facts of zoo network `name`, measured: the module built and imported (torch)."""
     from simulator.workload.graph import OpKind
-    from simulator.workload.torch_import import from_torch
+    from simulator.workload.loader import import_zoo_entry
     from simulator.workload.zoo import ZOO
 
     entry = ZOO[name]
     module = entry.build(entry.input_shape)
-    graph = from_torch(module, entry.input_shape, name=name)
+    graph = import_zoo_entry(entry, tuple(entry.input_shape))
     return ZooFacts(name=name, kind=entry.kind, family=entry.family,
                     input_shape=tuple(entry.input_shape),
                     resolution_axes=tuple(entry.resolution_axes), ops=len(graph),

@@ -3,12 +3,14 @@
 Every model is written from scratch with standard ``torch.nn`` layers (random
 initialisation, no downloads) and mirrors the corresponding torchvision
 architecture exactly, down to the parameter count (the transformers: torchvision's
-``VisionTransformer`` for ViT-B/16 and DeiT-S, BERT-base's encoder).  All models are
-``torch.fx.symbolic_trace``-able and ONNX-exportable.  This package depends on
+``VisionTransformer`` for ViT-B/16 and DeiT-S, BERT-base's encoder).  All models but the
+decoder are ``torch.fx.symbolic_trace``-able and ONNX-exportable; the decoder (token ids and a
+KV cache in, `ZooEntry.examples`) imports through ``torch.export``.  This package depends on
 ``torch`` only.
 
 Each entry has a `ZooEntry.kind`, ``"cnn"`` (the 13 convolutional networks the paper's
-experiments, the GNN datasets and the benchmarks use) or ``"transformer"``;
+experiments, the GNN datasets and the benchmarks use), ``"transformer"`` or ``"decoder"``
+(the Llama-style decoder's prefill and decode phases, `llama`);
 ``zoo_names("cnn")`` is the CNN zoo, ``zoo_names()`` everything.
 
 Example:
@@ -20,29 +22,33 @@ Example:
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from torch import nn
+from torch import Tensor, nn
 
 from simulator.workload.zoo_catalog import resolution_shape
 
 from .bert import bert_base
 from .deeplab import deeplabv3_mobilenet_v3_large
 from .efficientnet import efficientnet_b0, efficientnet_b3
+from .llama import LLAMA_TINY, example_inputs, llama_tiny
 from .mobilenet import mobilenet_v2, mobilenet_v3_large, mobilenet_v3_small
 from .resnet import resnet18, resnet50, resnet101, resnet152
 from .squeezenet import squeezenet1_0, squeezenet1_1
 from .vgg import vgg16
 from .vit import deit_s, vit_b_16
 
-__all__ = ["CNN", "KINDS", "TRANSFORMER", "ZOO", "ZooEntry", "get_entry", "zoo_names"]
+__all__ = ["CNN", "DECODER", "KINDS", "TRANSFORMER", "ZOO", "ZooEntry", "get_entry",
+           "zoo_names"]
 
 _IMAGENET_SHAPE: tuple[int, int, int, int] = (1, 3, 224, 224)
 
 CNN = "cnn"
 TRANSFORMER = "transformer"
-KINDS: tuple[str, ...] = (CNN, TRANSFORMER)
+DECODER = "decoder"
+KINDS: tuple[str, ...] = (CNN, TRANSFORMER, DECODER)
 
 
 @dataclass(frozen=True)
@@ -61,7 +67,10 @@ class ZooEntry:
             depend on it (ViT's position embedding has one entry per patch); None when
             `factory`'s model takes any shape.
         resolution_axes: The input axes that ``name@R`` (``name@HxW``) sets: H and W of an
-            image, L of a token sequence.
+            image, L of a token sequence, C of a decode step's KV cache.
+        examples: For a model whose inputs are not one float tensor of `input_shape` (a
+            decoder's token ids and KV cache): its example inputs for an input shape; the
+            model then imports through ``torch.export`` (`simulator.workload.export_import`).
     """
 
     name: str
@@ -72,6 +81,7 @@ class ZooEntry:
     kind: str = CNN
     sized_factory: Callable[[tuple[int, ...]], nn.Module] | None = None
     resolution_axes: tuple[int, ...] = (2, 3)
+    examples: Callable[[tuple[int, ...]], list[Tensor]] | None = None
 
     def build(self, input_shape: Sequence[int] | None = None) -> nn.Module:
         """A fresh model for `input_shape` (default: `input_shape`)."""
@@ -144,6 +154,16 @@ _ENTRIES: tuple[ZooEntry, ...] = (
              "BERT-base encoder on embedded tokens (N, L, 768): 12 post-norm layers, width "
              "768, 12 heads, MLP 3072, GELU, 85.1M parameters",
              kind=TRANSFORMER, resolution_axes=(1,)),
+    ZooEntry("llama_tiny_prefill", llama_tiny, (1, 128), "llama",
+             "Llama-style decoder, prefill of L token ids (N, L): 2 layers, width 256, 8 heads, "
+             "2 K/V heads, SwiGLU 688, RoPE, 4,096 ids; writes the KV cache, 3.48M parameters",
+             kind=DECODER, resolution_axes=(1,),
+             examples=functools.partial(example_inputs, LLAMA_TINY, "prefill")),
+    ZooEntry("llama_tiny_decode", llama_tiny, (1, 1, 512), "llama",
+             "Llama-style decoder, decode of one token against a KV cache of C tokens (N, 1, "
+             "C): llama_tiny_prefill's network; reads the cache, writes the token's K and V",
+             kind=DECODER, resolution_axes=(2,),
+             examples=functools.partial(example_inputs, LLAMA_TINY, "decode")),
 )  # fmt: skip
 
 #: Registry of all zoo models, keyed by lower-case name.

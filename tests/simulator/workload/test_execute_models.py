@@ -15,7 +15,7 @@ from simulator.workload.execute import execute
 from simulator.workload.graph import ComputeGraph
 from simulator.workload.loader import TORCHVISION_WARNING, import_torchvision, load
 from simulator.workload.torch_import import from_torch_with_params
-from simulator.workload.zoo import ZOO
+from simulator.workload.zoo import DECODER, ZOO
 
 FAST_ZOO = ("squeezenet1_1", "mobilenet_v3_small", "deeplabv3_mobilenet_v3_large", "deit_s")
 TORCHVISION = ("resnet18", "mobilenet_v2", "efficientnet_b0")
@@ -72,7 +72,7 @@ def test_torchvision_model_with_its_weights(name, shape):
 
 
 @pytest.mark.parametrize("name", [pytest.param(n, marks=() if n in FAST_ZOO else pytest.mark.slow)
-                                  for n in ZOO])
+                                  for n in ZOO if ZOO[n].kind != DECODER])  # test_decoder.py
 def test_zoo_network_with_its_weights(name):
     entry = ZOO[name]
     shape = entry.shape_at((16,) if entry.family == "bert" else (64,))

@@ -19,8 +19,9 @@ from simulator.workload.zoo import zoo_names
 
 pytestmark = pytest.mark.xdist_group(name="graph_roundtrip")
 
-FAST = ("mobilenet_v3_small", "deit_s", "bert_base")
-SMALL_SHAPES = {"bert_base": (1, 32, 768)}  # the same ops as at 128 tokens, a quarter the work
+FAST = ("mobilenet_v3_small", "deit_s", "bert_base", "llama_tiny_prefill", "llama_tiny_decode")
+SMALL_SHAPES = {"bert_base": (1, 32, 768),  # the same ops as at 128 tokens, a quarter the work
+                "llama_tiny_prefill": (1, 16), "llama_tiny_decode": (1, 1, 16)}
 
 
 def _zoo(name: str) -> ComputeGraph:
@@ -46,7 +47,7 @@ def test_zoo_round_trip_every_network(name):
     _assert_round_trip(_zoo(name))
 
 
-@pytest.mark.parametrize("name", ["mobilenet_v3_small", "deit_s"])
+@pytest.mark.parametrize("name", ["mobilenet_v3_small", "deit_s", "llama_tiny_prefill"])
 def test_rewritten_graphs_round_trip(name):
     from search.substitution.stages import run_stages
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from simulator.workload.zoo import CNN, TRANSFORMER, ZOO, get_entry, zoo_names
+from simulator.workload.zoo import CNN, DECODER, TRANSFORMER, ZOO, get_entry, zoo_names
 
 #: Parameter counts of the corresponding torchvision models.
 EXPECTED_PARAMS: dict[str, int] = {
@@ -25,6 +25,8 @@ EXPECTED_PARAMS: dict[str, int] = {
     "vit_b_16": 86_567_656,  # torchvision's vit_b_16
     "deit_s": 22_050_664,  # timm's deit_small_patch16_224
     "bert_base": 85_056_000,  # BERT-base's 109,482,240 less embedding tables and pooler
+    "llama_tiny_prefill": 3_482_880,  # the zoo's own Llama-style decoder (2 layers, width 256)
+    "llama_tiny_decode": 3_482_880,  # the same network, decode phase
 }
 
 #: Models whose forward pass is too expensive for the default test run.
@@ -63,7 +65,8 @@ def test_kinds_keep_the_cnn_zoo_apart() -> None:
     """The paper's experiments, the GNN datasets and the benchmarks take the CNN zoo."""
     assert zoo_names(CNN) == list(EXPECTED_PARAMS)[:13]
     assert zoo_names(TRANSFORMER) == ["vit_b_16", "deit_s", "bert_base"]
-    assert zoo_names() == zoo_names(CNN) + zoo_names(TRANSFORMER)
+    assert zoo_names(DECODER) == ["llama_tiny_prefill", "llama_tiny_decode"]
+    assert zoo_names() == zoo_names(CNN) + zoo_names(TRANSFORMER) + zoo_names(DECODER)
     assert {ZOO[n].family for n in zoo_names(TRANSFORMER)} == {"vit", "bert"}
     with pytest.raises(ValueError, match="unknown zoo kind 'rnn'"):
         zoo_names("rnn")
@@ -79,6 +82,9 @@ def test_resolution_sets_the_image_size_or_the_sequence_length() -> None:
     vit = ZOO["deit_s"].build((1, 3, 384, 320))
     assert tuple(vit.encoder.pos_embedding.shape) == (1, 24 * 20 + 1, 384)
     assert tuple(ZOO["deit_s"].build().encoder.pos_embedding.shape) == (1, 197, 384)
+    # a decoder's prompt length L (prefill) or KV-cache context C (decode)
+    assert ZOO["llama_tiny_prefill"].shape_at((512,)) == (1, 512)
+    assert ZOO["llama_tiny_decode"].shape_at((2048,)) == (1, 1, 2048)
 
 
 def test_unknown_name_raises() -> None:
@@ -98,9 +104,16 @@ def test_forward_shape(name: str) -> None:
     torch.manual_seed(0)
     model = entry.factory().eval()
     with torch.no_grad():
-        out = model(torch.randn(entry.input_shape))
+        if entry.examples is not None:  # token ids (and a KV cache): logits, then K, V
+            out, *cache = model(*entry.examples(entry.input_shape))
+            new_tokens = 128 if entry.name.endswith("prefill") else 1
+            assert [tuple(t.shape) for t in cache] == [(1, 2, new_tokens, 32)] * 4
+        else:
+            out = model(torch.randn(entry.input_shape))
     if entry.family == "deeplab":
         expected = (entry.input_shape[0], 21, *entry.input_shape[2:])
+    elif entry.family == "llama":  # the last token's logits
+        expected = (1, 4096)
     elif entry.family == "bert":
         expected = entry.input_shape
     else:
