@@ -443,6 +443,8 @@ class HardwareConfig:
         doc = dataclasses.asdict(self)
         if not self.is_split:
             del doc["weight_buffer_bytes"], doc["activation_buffer_bytes"]
+        if doc.get("sram") is not None:  # the table's rows as a list, as JSON reads them back
+            doc["sram"]["table"] = list(doc["sram"]["table"])
         return doc
 
 

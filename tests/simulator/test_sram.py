@@ -124,6 +124,7 @@ def test_every_preset_states_its_node_and_source():
         assert hw.area_mm2 > 0 and hw.leakage_mw > 0
         # a plan file records the hardware as JSON and applies it as overrides
         assert hw.with_overrides(**json.loads(json.dumps(hw.to_dict()))) == hw, name
+        assert json.loads(json.dumps(hw.to_dict())) == hw.to_dict()  # JSON-ready
 
 
 def test_sram_tables_from_csv_and_yaml_files(tmp_path):
