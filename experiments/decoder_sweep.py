@@ -98,6 +98,8 @@ def figure(rows: list[dict[str, str]], path: Path) -> None:
     for ax, phase, label in ((axes[0], "decode", "context C (tokens in the KV cache)"),
                              (axes[1], "prefill", "prompt length L (tokens)")):
         mine = [r for r in rows if r["phase"] == phase]
+        if not mine:
+            continue
         for buffer in BUFFERS:
             for scheme in SCHEMES:
                 pts = sorted((int(r["tokens"]), int(r["dram_bytes"]) / 1e6) for r in mine
