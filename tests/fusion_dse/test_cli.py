@@ -22,12 +22,15 @@ def test_models_json_lists_the_zoo_with_stable_keys(cli):
     doc = json.loads(out)
     assert code == 0 and doc["format"] == "fusion-dse.models" and doc["dtype_bytes"] == 1
     rows = {m["name"]: m for m in doc["models"]}
-    assert len(rows) == 16 and all(set(m) == MODEL_KEYS for m in rows.values())
+    assert len(rows) == 18 and all(set(m) == MODEL_KEYS for m in rows.values())
     assert rows["resnet50"]["params"] == 25_557_032
     assert (rows["resnet50"]["kind"], rows["resnet50"]["family"]) == ("cnn", "resnet")
     assert sum(m["kind"] == "cnn" for m in rows.values()) == 13
     assert (rows["bert_base"]["kind"], rows["bert_base"]["family"]) == ("transformer", "bert")
     assert rows["bert_base"]["input_shape"] == [1, 128, 768] and rows["bert_base"]["convs"] == 0
+    decode = rows["llama_tiny_decode"]
+    assert (decode["kind"], decode["family"], decode["input_shape"]) == ("decoder", "llama",
+                                                                         [1, 1, 512])
     assert rows["vit_b_16"]["params"] == rows["vit_b_16"]["weights"] == 86_567_656
     assert rows["efficientnet_b3"]["input_shape"] == [1, 3, 300, 300]
     assert rows["resnet18"]["convs"] == 20

@@ -55,7 +55,7 @@ def test_models_lists_the_zoo_without_building_it(tmp_path):
     assert table["code"] == 0 and table["err"] == ""
     assert "deeplabv3_mobilenet_v3_large" in table["out"] and "138,357,544" in table["out"]
     rows = {m["name"]: m for m in json.loads(as_json["out"])["models"]}
-    assert len(rows) == 16 and rows["resnet50"]["params"] == 25_557_032
+    assert len(rows) == 18 and rows["resnet50"]["params"] == 25_557_032
 
 
 def test_help_and_version_answer_without_heavy_imports(tmp_path):
