@@ -170,6 +170,16 @@ def _pct(rate: CacheRate) -> str:
     return f"{100 * rate.hit_rate:.1f}%"
 
 
+def _energy_parts(best: dict) -> str:
+    """`` (DRAM x, buffer x, MAC x, leakage x; SRAM area A mm2)`` in uJ, when the summary
+    has them (docs/hardware.md)."""
+    if "energy_leak_pj" not in best:
+        return ""
+    parts = ", ".join(f"{name} {best[f'energy_{key}_pj'] / 1e6:,.3f}" for name, key in (
+        ("DRAM", "dram"), ("buffer", "buffer"), ("MAC", "mac"), ("leakage", "leak")))
+    return f"  ({parts}; SRAM area {best.get('area_mm2', 0):,.3f} mm2)"
+
+
 def summary_text(summary: SearchSummary, out: Path, files: list[str]) -> str:
     """The short report printed after a run."""
     s, best = summary, summary.best
@@ -193,7 +203,7 @@ def summary_text(summary: SearchSummary, out: Path, files: list[str]) -> str:
         f"  peak buffer, network {_b(best.get('peak_buffer_bytes'))} B (max buffer usage, "
         f"fuseable ops {_b(best['mbu_bytes'])} B)",
         f"  cycles              {_b(best['cycles'])}",
-        f"  energy              {best['energy_pj'] / 1e6:,.3f} uJ",
+        f"  energy              {best['energy_pj'] / 1e6:,.3f} uJ{_energy_parts(best)}",
         *_dataflow_lines(best),
         _optimum_line(s),
         f"  cache hit rates     groups {_pct(caches['group'])}, splits "
