@@ -62,7 +62,7 @@ from dataclasses import dataclass
 from simulator.cost import CostCache
 from simulator.cost.brr import dram_lower_bound, fit_floors, incompatibility
 from simulator.cost.rows import row_deps
-from simulator.cost.types import timing
+from simulator.cost.types import roofline
 from simulator.scheme import Scheme
 from simulator.workload.graph import ComputeGraph, OpKind
 
@@ -302,6 +302,16 @@ class _Closure:
         return cls(tuple(desc), tuple(anc), tuple(nbr), tuple(pred), tuple(succ))
 
 
+def _sum_over(table: list[int], mask: int) -> int:
+    """The sum of `table` over the set bits of `mask` (`bits` without the tuple)."""
+    total = 0
+    while mask:
+        low = mask & -mask
+        total += table[low.bit_length() - 1]
+        mask ^= low
+    return total
+
+
 def _union(table: tuple[int, ...], ops: Iterable[int]) -> int:
     out = 0
     for o in ops:
@@ -425,8 +435,11 @@ class _Growth:
         """Entry `e` grown by the ops `added` into the set `grown` (weights `w2`)."""
         c = self.closure
         _, _, _, nbr, pred, leaving, netin, _, macs, tiles, res = e
-        left = sum(1 << o for o in (*bits(leaving), *added)
-                   if self.is_output[o] or c.succ[o] & ~grown)
+        is_output, succ = self.is_output, c.succ
+        left = 0
+        for o in (*bits(leaving), *added):
+            if is_output[o] or succ[o] & ~grown:
+                left |= 1 << o
         return (grown, d2, a2, nbr | _union(c.nbr, added), pred | _union(c.pred, added),
                 left, netin | _union(self.netin, added), w2,
                 macs + sum(self.macs[o] for o in added),
@@ -444,12 +457,11 @@ class _Growth:
         mask, _, _, _, pred, leaving, netin, weights, macs, tiles, res = e
         if mask & self.unfusable_mask:
             return 0, 0, 0  # runs layer by layer, tiled: no bound is claimed
-        elems = (sum(self.out_elems[p] for p in bits(pred & ~mask))
-                 + sum(self.netin_elems[k] for k in bits(netin))
-                 + sum(self.out_elems[o] for o in bits(leaving)) + weights)
+        elems = (_sum_over(self.out_elems, pred & ~mask) + _sum_over(self.netin_elems, netin)
+                 + _sum_over(self.out_elems, leaving) + weights)
         if mask & self.drop_mask:  # ops upstream of a reader dropping rows may run in part
             part = mask & _union(self.maybe_part, bits(mask & self.drop_mask))
-            macs -= sum(self.macs[o] for o in bits(part))
+            macs -= _sum_over(self.macs, part)
         d = self.hw.dtype_bytes
         dram = elems * d
         fit = dram
@@ -460,7 +472,7 @@ class _Growth:
             # at least `excess` weight elements cannot stay resident: streamed, re-read by
             # every extra tile (tiles 0: no group of an op fits)
             fit += excess * max(tiles - 1, 0) * d
-        return dram, timing(dram, 0, macs, self.hw).cycles, fit
+        return dram, max(roofline(dram, macs, self.hw)), fit
 
     def _cap(self) -> str:
         if self.max_sets is not None and len(self.masks) >= self.max_sets:

@@ -19,7 +19,7 @@ from simulator.workload.graph import ComputeGraph
 if TYPE_CHECKING:
     from simulator.hw import HardwareConfig
 
-__all__ = ["Failure", "GroupCost", "GroupCostFn", "Timing", "timing"]
+__all__ = ["Failure", "GroupCost", "GroupCostFn", "Timing", "roofline", "timing"]
 
 
 class Failure(StrEnum):
@@ -72,6 +72,14 @@ class Timing:
             + self.energy_leak_pj
 
 
+def roofline(dram_bytes: int, macs: int, hw: HardwareConfig) -> tuple[int, int]:
+    """(compute cycles, DRAM cycles) of computing `macs` and moving `dram_bytes`: the cycles of
+    `timing` are at least their maximum (the exact solver's cycles bound reads them alone)."""
+    compute = math.ceil(macs / hw.macs_per_cycle)
+    return compute, math.ceil(dram_bytes / hw.dram_bandwidth) + (hw.dram_latency if dram_bytes
+                                                                else 0)
+
+
 def timing(dram_bytes: int, buffer_traffic_bytes: int, macs: int, hw: HardwareConfig,
            schedule_cycles: int = 0) -> Timing:
     """Cycles and energy of moving `dram_bytes`, touching the buffer and computing `macs`.
@@ -85,8 +93,7 @@ def timing(dram_bytes: int, buffer_traffic_bytes: int, macs: int, hw: HardwareCo
     (the SRAM model's at its capacity, or the YAML's) + MACs x pJ/MAC + the buffers' leakage
     power x the cycles.
     """
-    compute = math.ceil(macs / hw.macs_per_cycle)
-    dram = math.ceil(dram_bytes / hw.dram_bandwidth) + (hw.dram_latency if dram_bytes else 0)
+    compute, dram = roofline(dram_bytes, macs, hw)
     cycles = max(compute, dram, schedule_cycles)
     return Timing(
         compute_cycles=compute,
