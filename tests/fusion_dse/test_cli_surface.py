@@ -41,16 +41,18 @@ def test_shared_sets_give_every_user_the_same_options():
     for name in ("optimize", "simulate", "explain"):
         assert [a.option_strings for a in commands[name]._actions
                 if a.dest in cli_args.option_dests("hw-fields")] == hw_flags
-    assert len(hw_flags) == 7
+    assert len(hw_flags) == 9
 
 
 def test_the_hardware_options_name_fields_the_loader_accepts():
     args = argparse.Namespace(hw_set=[], **{
-        dest: value for dest, value in zip(cli_args.option_dests("hw-fields"),
-                                           ("256KiB", 2, 16, 100, "1GHz", 512, 64), strict=True)})
+        dest: value for dest, value in zip(
+            cli_args.option_dests("hw-fields"),
+            (None, "64KiB", "192KiB", 2, 16, 100, "1GHz", 512, 64), strict=True)})
     overrides = cli_args.hw_overrides(args)
     hw = load_hw("edge-npu", overrides)
     assert hw.buffer_bytes == 256 * 1024 and hw.dtype_bytes == 2 and hw.clock_hz == 1e9
+    assert hw.buffers == (("weights", 64 * 1024), ("activations", 192 * 1024))
 
 
 def test_sweep_axes_are_read_by_dest_in_declared_order():
