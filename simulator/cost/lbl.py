@@ -707,6 +707,8 @@ class Layer:
     def _chunk_need(self, n: int) -> int:
         out, ins = self.chunk_split(n)
         rows = self.weight_chunks(n)
+        if self._split is not None:  # the rows (weights) and the rest each their own peak
+            return self.d * (int((out + sum(ins)).max()) + int(rows.max()) + self.shared)
         return self.d * (int((out + sum(ins) + rows).max()) + self.shared)
 
     def _chunk_weight_buffer(self, n: int) -> int:
@@ -728,7 +730,10 @@ class Layer:
         shared = d * self.shared
 
         def fits(n: int) -> bool:
-            return bool(self._fits(shared, bound(n) - shared, buffer))
+            # an embedding's table rows are weights (`_chunk_weight_buffer`): with split
+            # buffers they take the weight buffer, the chunk's ids and output the other
+            weight = shared + (d * -(-self.out_elems // n) if self.gather else 0)
+            return bool(self._fits(weight, bound(n) - weight, buffer))
 
         lo, hi = 1, self.lines
         if not fits(hi):

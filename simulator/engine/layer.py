@@ -249,15 +249,16 @@ class _Run:
                 got = yield from self._load(nbytes, f"chunk {j} of {self.names[r]!r}",
                                             self.names[r])
                 ready, xs = max(ready, got), xs + nbytes
-            if rows[j]:  # an embedding's table rows of this chunk's ids
-                got = yield from self._load(d * int(rows[j]), f"table rows of chunk {j}",
-                                            self.w_name)
-                ready, xs = max(ready, got), xs + d * int(rows[j])
+            w = d * int(rows[j])
+            if w:  # an embedding's table rows of this chunk's ids: weights
+                got = yield from self._load(w, f"table rows of chunk {j}", self.w_name,
+                                            "weights")
+                ready = max(ready, got)
             out = d * int(outs[j])
             yield from m.alloc(out, f"chunk {j} of {self.op.name!r}")
             yield from m.wait_until(ready)
-            yield from self._compute(int(outs[j]), L.out_elems, xs)
-            yield from m.free(xs)
+            yield from self._compute(int(outs[j]), L.out_elems, xs + w)
+            yield from m.free_both(xs, w)
             yield from self._write(out)
             yield from m.free(out)
 
