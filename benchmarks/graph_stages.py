@@ -12,7 +12,8 @@ re-costed with `evaluate_plan` (valid, same DRAM) before it is reported.
     python benchmarks/graph_stages.py [--models a,b] [--schemes lbdf,brr]
         [--buffers 128KiB,256KiB,2MiB] [--stages none,fuse,fission,fuse+fission,all]
         [--substitution sampling] [--max-graphs 200] [--workers 2] [--json out.json]
-    python benchmarks/graph_stages.py --markdown out.json   # docs/graph-stages.md's tables
+    python benchmarks/graph_stages.py --markdown out.json [more.json ...]
+        # docs/graph-stages.md's summary and tables
 
 Points run in worker processes (--workers, default 1); timings are per point, so compare
 them only between runs on an equally loaded machine; the DRAM figures do not depend on the load
@@ -73,6 +74,35 @@ def cell(model: str, scheme: str, buffer: str, stages: str, substitution: str,
     }
 
 
+def summary(rows: list[dict], against: str = "none") -> str:
+    """Per stage setting, over the cells that also have `against`: the whole-network DRAM
+    change (mean, min, max), cells better / worse, ops fitting no group (sums), capped solves
+    and the seconds the stages took (mean, max)."""
+    base = {(r["model"], r["scheme"], r["buffer"]): r for r in rows if r["stages"] == against}
+    out = [f"| stage setting | cells | whole-network DRAM against {against}: mean (min, max) "
+           "| better / worse | ops fitting no group | capped solves | stage seconds, mean "
+           "(max) |", "|---|---|---|---|---|---|---|"]
+    for stages in dict.fromkeys(r["stages"] for r in rows):
+        if stages == against:
+            continue
+        pairs = [(base[k], r) for r in rows if r["stages"] == stages
+                 and (k := (r["model"], r["scheme"], r["buffer"])) in base]
+        if not pairs:
+            continue
+        change = [100 * (r["dram_bytes"] / b["dram_bytes"] - 1) for b, r in pairs]
+        better = sum(r["dram_bytes"] < b["dram_bytes"] for b, r in pairs)
+        worse = sum(r["dram_bytes"] > b["dram_bytes"] for b, r in pairs)
+        secs = [r["stage_seconds"] for _, r in pairs]
+        out.append(
+            f"| `{stages}` | {len(pairs)} | {sum(change) / len(change):+.2f} % "
+            f"({min(change):+.2f} %, {max(change):+.2f} %) | {better} / {worse} | "
+            f"{sum(b['unfusable_ops'] for b, _ in pairs):,} -> "
+            f"{sum(r['unfusable_ops'] for _, r in pairs):,} | "
+            f"{sum(not r['optimal'] for _, r in pairs)} | "
+            f"{sum(secs) / len(secs):.1f} ({max(secs):.1f}) |")
+    return "\n".join(out)
+
+
 def markdown(rows: list[dict]) -> str:
     """One table per dataflow and buffer: networks down, stage settings across."""
     stages = list(dict.fromkeys(r["stages"] for r in rows))
@@ -118,10 +148,14 @@ def main() -> None:
                    help="opt-in wall-clock limit of the substitute stage (default: none)")
     p.add_argument("--workers", type=int, default=1)
     p.add_argument("--json", help="write the rows to this file")
-    p.add_argument("--markdown", help="print the tables of a --json file and exit")
+    p.add_argument("--markdown", nargs="+", metavar="JSON",
+                   help="print the summary and the tables of --json files (rows merged) and "
+                        "exit")
     a = p.parse_args()
     if a.markdown:
-        print(markdown(json.loads(open(a.markdown).read())))
+        rows = [r for path in a.markdown for r in json.loads(open(path).read())]
+        print(summary(rows))
+        print(markdown(rows))
         return
     jobs = [(m, s, b, st, a.substitution, a.time_limit, a.substitute_seconds, a.max_graphs)
             for m in a.models.split(",")
@@ -140,6 +174,7 @@ def main() -> None:
     if a.json:
         with open(a.json, "w") as f:
             json.dump(rows, f, indent=1)
+    print(summary(rows))
     print(markdown(rows))
 
 
