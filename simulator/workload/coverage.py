@@ -361,6 +361,9 @@ _ONNX_HANDLERS: dict[Callable[..., object], Callable[[str], _Result]] = {
     oi._reshape: lambda op: ("reshape", op.lower(), "constant target shape; a same-shape "
                              "reshape is dropped"),
     oi._transpose: lambda op: ("transpose", "transpose", "attr perm; the identity is dropped"),
+    oi._expand: lambda op: ("reshape", "expand", "an activation broadcast to a constant shape "
+                            "(grouped-query attention's K/V heads repeated); an unsqueeze "
+                            "first when the target has more axes; the same shape is an alias"),
     oi._depth_to_space: lambda op: ("transpose", "pixel_shuffle", "CRD mode only"),
     oi._resize: lambda op: ("resize", "resize", "attrs mode, align_corners"),
     oi._pad: lambda op: ("pad", "pad", "H and W only; constant pads"),
@@ -389,7 +392,8 @@ _ONNX_PATTERNS = [
           "per-channel scale and bias, as from_torch imports it"),
     Entry("onnx", "pattern", "(values)", "",
           "Shape, Gather, Cast, Sqrt, Div, Concat, ... of constants and static shapes",
-          "computed (onnx's reference evaluator) and shape inference run again, so a Reshape "
+          "computed (onnx's reference evaluator; GatherElements in numpy, as BERT's "
+          "token-type ids need) and shape inference run again, so a Reshape "
           "whose target the exporter computes at run time (attention's heads) has its shape "
           "and a scale computed from a shape is a scalar"),
 ]
@@ -454,7 +458,7 @@ REFUSED_ONNX: dict[str, str] = {
     "ConvTranspose": "a transposed convolution: no IR kind",
     "Where / Greater / Less / Equal": "data-dependent selection (exporters' hardshrink, "
                                       "softshrink, threshold): no IR kind",
-    "Expand / Tile": "a broadcast copy: no IR kind",
+    "Tile (of an activation)": "a repeated copy: no IR kind",
     "LSTM / GRU / RNN": "recurrent: no IR kind",
     "other domains (com.microsoft.*)": "only the default ai.onnx domain is read",
 }

@@ -744,11 +744,15 @@ def _fold(w: _Walk, node: onnx.NodeProto) -> list[np.ndarray] | None:
     if size is None or (size > _STUB_ELEMS and w.folded + size > limits.MAX_FOLD_ELEMS):
         return None  # its value stays unknown: an op that reads it is checked by its shape
     try:
-        from onnx.reference import ReferenceEvaluator
+        own = _OWN_FOLDS.get(node.op_type)
+        if own is not None:
+            values = own(_attrs(node), *(feeds.get(t) if t else None for t in node.input))
+        else:
+            from onnx.reference import ReferenceEvaluator
 
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            values = ReferenceEvaluator(node, opsets={"": w.opset}).run(None, feeds)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                values = ReferenceEvaluator(node, opsets={"": w.opset}).run(None, feeds)
     except Exception:  # noqa: BLE001 - an op the reference cannot run stays unknown
         return None
     values = [np.asarray(v) for v in values]
@@ -759,6 +763,34 @@ def _fold(w: _Walk, node: onnx.NodeProto) -> list[np.ndarray] | None:
 
 
 _FOLD_LIMIT = 1 << 26  # elements: constants computed from larger inputs are not evaluated
+
+
+def _fold_gather_elements(a: Mapping[str, Any], data: np.ndarray,
+                          indices: np.ndarray) -> list[np.ndarray]:
+    """GatherElements in numpy: onnx's reference picks with ``np.choose``, which takes at most
+    32 (64) choices, and its fallback reshapes wrongly, so a gather along an axis longer than
+    that (BERT's token-type ids: a (1, 512) buffer gathered at 0..tokens-1) did not fold.
+    Negative indices count from the end; one out of range leaves the value unknown."""
+    axis = int(a.get("axis", 0))
+    if data.ndim != indices.ndim or not -data.ndim <= axis < data.ndim:
+        raise ValueError("GatherElements: rank or axis")
+    axis %= data.ndim
+    if any(i > d for k, (i, d) in enumerate(zip(indices.shape, data.shape, strict=True))
+           if k != axis):
+        raise ValueError("GatherElements: indices larger than the data")
+    n = data.shape[axis]
+    idx = indices.astype(np.int64)
+    if idx.size and (idx.min() < -n or idx.max() >= n):
+        raise ValueError("GatherElements: index out of range")
+    # the output's other dimensions are the indices' (a leading part of the data's, no broadcast)
+    data = data[tuple(slice(None) if k == axis else slice(0, i)
+                      for k, i in enumerate(indices.shape))]
+    return [np.take_along_axis(data, np.where(idx < 0, idx + n, idx), axis=axis)]
+
+
+_OWN_FOLDS: dict[str, Callable[..., list[np.ndarray]]] = {
+    "GatherElements": _fold_gather_elements,
+}
 _BROADCAST_OPS = frozenset({
     "Add", "Sub", "Mul", "Div", "Pow", "Mod", "Max", "Min", "Sum", "Mean", "Where", "And",
     "Or", "Xor", "Equal", "Greater", "Less", "GreaterOrEqual", "LessOrEqual", "PRelu",
@@ -1453,6 +1485,28 @@ def _fuse_channel_shuffle(w: _Walk, node: onnx.NodeProto, x: str) -> bool:
     return True
 
 
+def _expand(w: _Walk, node: onnx.NodeProto) -> None:
+    """Expand of an activation to a constant shape: a broadcast copy (``expand``, as
+    `from_torch` imports ``Tensor.expand``; grouped-query attention repeats its key/value heads
+    so), after an ``unsqueeze`` when the target has more dimensions; the same shape is an
+    alias."""
+    x = _data_input(w, node)
+    _require_constant(w, node, 1, "target shape")
+    shape, out = _shape(w, x, node), _shape(w, node.output[0], node)
+    if len(shape) > len(out) or any(d not in (1, o) for d, o in
+                                    zip(shape[::-1], out[::-1], strict=False)):
+        raise ModelFileError(f"ONNX model {w.where}: Expand at node "
+                             f"{limits.shown(_label(node), 60)} cannot broadcast "
+                             f"{_dims_text(shape)} to {_dims_text(out)}")
+    if shape == out:
+        _alias(w, node.output[0], x)
+        return
+    if len(shape) < len(out):
+        x = _internal(w, node, OpKind.RESHAPE, "unsqueeze", x, f"{_label(node)}.view",
+                      (1,) * (len(out) - len(shape)) + tuple(shape))
+    _emit(w, node, OpKind.RESHAPE, "expand", [x])
+
+
 def _transpose(w: _Walk, node: onnx.NodeProto) -> None:
     x = _data_input(w, node)
     perm = _attrs(node).get("perm")
@@ -1722,7 +1776,7 @@ _HANDLERS: dict[str, Callable[[_Walk, onnx.NodeProto], None]] = {
     "ReduceMean": _reduce, "ReduceMax": _reduce, "ReduceSum": _reduce,
     "Gemm": _gemm, "MatMul": _matmul,
     **dict.fromkeys(("Flatten", "Reshape", "Squeeze", "Unsqueeze"), _reshape),
-    "Transpose": _transpose, "DepthToSpace": _depth_to_space,
+    "Transpose": _transpose, "DepthToSpace": _depth_to_space, "Expand": _expand,
     "Resize": _resize, "Upsample": _resize, "Pad": _pad,
     "Softmax": _softmax, "LogSoftmax": _softmax,
     "LayerNormalization": _layer_norm, "RMSNormalization": _layer_norm,
