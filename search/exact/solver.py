@@ -125,6 +125,8 @@ class Incumbent:
         plan: The plan.
         dram_bytes, cycles, mbu_bytes: Its figures (`ExactResult`'s meaning).
         source: Where it came from (``segment_dp``, ``greedy_fit``, a search's name).
+        reproducible: False when a wall-clock limit cut the solve that found it (a mixed
+            scheme's member optimum, `search.exact.mixed`): an answer it becomes says so.
     """
 
     plan: PartitionPlan
@@ -132,6 +134,7 @@ class Incumbent:
     cycles: int
     mbu_bytes: int
     source: str
+    reproducible: bool = True
 
     @property
     def key(self) -> tuple[int, int]:
@@ -437,23 +440,27 @@ def _mbu(path: Sequence[Candidate]) -> int:
     return max((c.buffer_bytes for c in path if c.fused), default=0)
 
 
-def baseline_incumbents(graph: ComputeGraph, cache: CostCache) -> list[Incumbent]:
+def baseline_incumbents(graph: ComputeGraph, cache: CostCache, caps: ExactCaps | None = None,
+                        time_limit: float | None = None) -> list[Incumbent]:
     """The valid plans of the cheap baselines (`search.baselines`: the optimal segment plan,
     the greedy fusion plan without mapping rules), costed through `cache` (the run's baselines
     then cost nothing more), and under a mixed scheme each member's optimum
-    (`search.exact.mixed`), best first."""
+    (`search.exact.mixed`: solved under `caps`, None: `DEFAULT_CAPS`, and within
+    `time_limit` seconds, if any), best first."""
     from search.baselines import greedy_fusion, segment_dp
     from search.exact.mixed import member_plans
 
-    plans = (("segment_dp", segment_dp(graph, cache).plan),
-             ("greedy_fit", greedy_fusion(graph, cache, False)), *member_plans(graph, cache))
-    return sorted((inc for name, plan in plans
-                   if (inc := _incumbent(graph, cache, plan, name)) is not None),
+    deadline = None if time_limit is None else time.perf_counter() + time_limit
+    plans = (("segment_dp", segment_dp(graph, cache).plan, True),
+             ("greedy_fit", greedy_fusion(graph, cache, False), True),
+             *member_plans(graph, cache, caps, deadline))
+    return sorted((inc for name, plan, reproducible in plans
+                   if (inc := _incumbent(graph, cache, plan, name, reproducible)) is not None),
                   key=lambda inc: inc.key)
 
 
 def _incumbent(graph: ComputeGraph, cache: CostCache, plan: PartitionPlan,
-               source: str) -> Incumbent | None:
+               source: str, reproducible: bool = True) -> Incumbent | None:
     """`plan` as an incumbent (None when it is not valid)."""
     from simulator.cost import evaluate_plan
 
@@ -461,7 +468,13 @@ def _incumbent(graph: ComputeGraph, cache: CostCache, plan: PartitionPlan,
     if not cost.valid:
         return None
     mbu = max((g.buffer_bytes for g in cost.groups if not g.runs_alone), default=0)
-    return Incumbent(plan, int(cost.dram_bytes), int(cost.cycles), int(mbu), source)
+    return Incumbent(plan, int(cost.dram_bytes), int(cost.cycles), int(mbu), source,
+                     reproducible)
+
+
+def _left(budget: _Budget) -> float | None:
+    """The seconds left to `budget`'s deadline (None: no deadline)."""
+    return None if budget.deadline is None else max(1e-9, budget.deadline - time.perf_counter())
 
 
 def _best_incumbent(incumbents: Iterable[Incumbent]) -> Incumbent | None:
@@ -474,13 +487,13 @@ class _Deferred:
     included, is a path of its search, so none is below the optimum), and the segment DP
     costs far more groups than such a solve (docs/exact.md, "Incumbents")."""
 
-    def __init__(self, graph: ComputeGraph, cache: CostCache) -> None:
-        self.graph, self.cache = graph, cache
+    def __init__(self, graph: ComputeGraph, cache: CostCache, caps: ExactCaps) -> None:
+        self.graph, self.cache, self.caps = graph, cache, caps
         self.found: tuple[Incumbent, ...] | None = None
 
     def __iter__(self):  # noqa: ANN204 - an iterator of incumbents
         if self.found is None:
-            self.found = tuple(baseline_incumbents(self.graph, self.cache))
+            self.found = tuple(baseline_incumbents(self.graph, self.cache, self.caps))
         return iter(self.found)
 
 
@@ -492,7 +505,8 @@ def _from_incumbent(inc: Incumbent, space: CandidateSpace, *, costed: int, state
         plan=inc.plan, dram_bytes=inc.dram_bytes, cycles=inc.cycles, mbu_bytes=inc.mbu_bytes,
         candidates=len(space), costed=costed, states=states, seconds=seconds,
         enumeration_seconds=space.seconds, optimal=optimal, cap_reason=cap_reason,
-        bound_bytes=bound, source=inc.source, reproducible=reproducible, caps=caps)
+        bound_bytes=bound, source=inc.source, reproducible=reproducible and inc.reproducible,
+        caps=caps)
     base.update(fields)
     return ExactResult(**base)  # type: ignore[arg-type]
 
@@ -526,10 +540,12 @@ def solve(graph: ComputeGraph, cache: CostCache, space: CandidateSpace, *,
 
 def _solve_eager(graph: ComputeGraph, cache: CostCache, space: CandidateSpace, *,
                  max_costed: int | None, time_limit: float | None, max_states: int | None,
-                 incumbents: Iterable[Incumbent], raise_listing_cap: bool = False
-                 ) -> ExactResult:
+                 incumbents: Iterable[Incumbent], raise_listing_cap: bool = False,
+                 member_caps: ExactCaps | None = None) -> ExactResult:
     """`solve`; with `raise_listing_cap`, the listing's work cap raises `_ListingCap` instead
-    of answering with the best incumbent (`optimum` then runs the lazy search)."""
+    of answering with the best incumbent (`optimum` then runs the lazy search).
+    `member_caps`: the caps of a mixed scheme's member solves where no incumbent is given
+    (`optimum`'s caps; None: these)."""
     t = time.perf_counter()
     caps = ExactCaps(space.max_sets, max_states, max_costed)
     budget = _Budget(max_costed, None if time_limit is None else t + time_limit)
@@ -540,14 +556,16 @@ def _solve_eager(graph: ComputeGraph, cache: CostCache, space: CandidateSpace, *
             raise
         best = _best_incumbent(incumbents)
         if best is None:
-            best = _best_incumbent(baseline_incumbents(graph, cache))
+            best = _best_incumbent(baseline_incumbents(graph, cache, member_caps or caps,
+                                                       _left(budget)))
         assert best is not None, "the optimal segment plan is always valid"
         reason = "; ".join(r for r in (space.cap_reason, f"{cap}: the best plan known "
                                        f"({best.source}) instead") if r)
         return _from_incumbent(best, space, costed=0, states=0,
                                seconds=space.seconds + time.perf_counter() - t, optimal=False,
                                cap_reason=reason, bound=None,
-                               reproducible=not (cap.timed_out or space.timed_out), caps=caps)
+                               reproducible=not (cap.timed_out or space.timed_out)
+                               and best.reproducible, caps=caps)
     path, states = search.run()
     costed = search.costed
     # the first key a cap dropped bounds the optimum only over a complete enumeration
@@ -600,7 +618,7 @@ def _solve_lazy(graph: ComputeGraph, cache: CostCache, space: CandidateSpace, *,
     key = None if path is None else (sum(c.dram_bytes for c in path),
                                      sum(c.cycles for c in path))
     if best is None and (key is None or budget.reason):
-        best = _best_incumbent(baseline_incumbents(graph, cache))
+        best = _best_incumbent(baseline_incumbents(graph, cache, caps, _left(budget)))
     chosen = best if best is not None and (key is None or best.key < key) else None
     answer = chosen.dram_bytes if chosen is not None else key[0]
     bound = out.bound
@@ -611,7 +629,7 @@ def _solve_lazy(graph: ComputeGraph, cache: CostCache, space: CandidateSpace, *,
         left = None if time_limit is None else max(1e-9, time_limit - (time.perf_counter() - t))
         salvage = _solve_eager(graph, cache, found, max_costed=caps.max_costed,
                                time_limit=left, max_states=caps.max_states,
-                               incumbents=incumbents)
+                               incumbents=incumbents, member_caps=caps)
         tail = salvage.cap_reason.lstrip("; ")
         reason = "; ".join(r for r in (why, f"lazy search: {out.reason}",
                                        f"the best plan over the {len(found):,} sets found"
@@ -675,7 +693,8 @@ def optimum(graph: ComputeGraph, cache: CostCache, *, caps: ExactCaps | None = D
     Enumerates the candidate sets (`enumerate_space`, capped by ``caps.max_sets``) and solves
     the down-set shortest path (`solve`, listing at most ``min(caps.max_states,
     EAGER_LISTING)`` down-sets, costing at most ``caps.max_costed`` sets), starting from the
-    incumbents (None: `baseline_incumbents`; pass ``()`` for none). Where the enumeration or the
+    incumbents (None: `baseline_incumbents`, a mixed scheme's member optima solved under the
+    same caps and time limit; pass ``()`` for none). Where the enumeration or the
     listing meets its work cap (wide antichains, or more connected convex sets than the cap),
     the lazy search (`search.exact.lazy`) solves it instead, under the same caps. Every cap
     counts work, so the answer is the same on any machine under any load. `time_limit`
@@ -692,13 +711,25 @@ def optimum(graph: ComputeGraph, cache: CostCache, *, caps: ExactCaps | None = D
         raise ValueError(f"search must be auto, eager or lazy, got {search!r}")
     caps = caps or ExactCaps()
     t = time.perf_counter()
+
+    def left() -> float | None:
+        return None if time_limit is None else max(1e-9, time_limit - (time.perf_counter() - t))
+
+    def known() -> tuple[Incumbent, ...]:
+        # a mixed scheme's members are solved under the same caps and time limit
+        return tuple(baseline_incumbents(graph, cache, caps, left()) if incumbents is None
+                     else incumbents)
+
+    def answer(result: ExactResult) -> ExactResult:
+        # a member optimum the clock cut may have pruned or be the answer
+        cut = isinstance(incumbents, tuple) and not all(i.reproducible for i in incumbents)
+        return replace(result, reproducible=False) if cut else result
+
     if search == "lazy":
         space = CandidateSpace((), (), (), (), (), True, "", 0, 0.0)  # nothing enumerated
-        incumbents = tuple(baseline_incumbents(graph, cache) if incumbents is None
-                           else incumbents)
-        left = None if time_limit is None else max(1e-9, time_limit - (time.perf_counter() - t))
-        return _solve_lazy(graph, cache, space, caps=caps, time_limit=left,
-                           incumbents=incumbents, why="")
+        incumbents = known()
+        return answer(_solve_lazy(graph, cache, space, caps=caps, time_limit=left(),
+                                  incumbents=incumbents, why=""))
     # the eager search may use half of each work cap, the lazy search what is left
     eager = search == "eager"
     sets = caps.max_sets if eager or caps.max_sets is None else caps.max_sets // 2
@@ -707,24 +738,23 @@ def optimum(graph: ComputeGraph, cache: CostCache, *, caps: ExactCaps | None = D
     space = enumerate_space(graph, cache, max_sets=sets,
                             time_limit=None if time_limit is None
                             else time_limit * ENUMERATION_SHARE)
-    incumbents = _Deferred(graph, cache) if incumbents is None and time_limit is None \
-        else tuple(baseline_incumbents(graph, cache) if incumbents is None else incumbents)
-    left = None if time_limit is None else max(1e-9, time_limit - (time.perf_counter() - t))
+    incumbents = _Deferred(graph, cache, caps) if incumbents is None and time_limit is None \
+        else known()
     why, listed = space.cap_reason, 0
     if search == "eager" or space.complete or time_limit is not None:
         try:
             result = _solve_eager(graph, cache, space, max_costed=caps.max_costed,
-                                  time_limit=left, max_states=listing, incumbents=incumbents,
-                                  raise_listing_cap=search == "auto")
+                                  time_limit=left(), max_states=listing, incumbents=incumbents,
+                                  raise_listing_cap=search == "auto", member_caps=caps)
         except _ListingCap as cap:  # a work cap (the clock answers inside)
             why, listed = str(cap), listing
         else:
             if search == "eager" or space.complete or not result.reproducible:
-                return replace(result, caps=caps)
-    left = None if time_limit is None else max(1e-9, time_limit - (time.perf_counter() - t))
-    result = _solve_lazy(graph, cache, space, caps=caps, time_limit=left,
+                return answer(replace(result, caps=caps))
+    result = _solve_lazy(graph, cache, space, caps=caps, time_limit=left(),
                          incumbents=incumbents, why=why, listed=listed)
-    return replace(result, caps=caps, seconds=time.perf_counter() - t)  # the eager try too
+    # the eager try too
+    return answer(replace(result, caps=caps, seconds=time.perf_counter() - t))
 
 
 EAGER_LISTING = 20_000
