@@ -365,6 +365,8 @@ def cache_key(config: DatasetConfig) -> str:
     """Hash of everything generation depends on: parameters, hardware, versions, code."""
     hw = config.hw.to_dict()
     hw.pop("buffer_bytes")
+    if hw.get("buffer_pj_from_sram"):  # the SRAM model's energy follows the buffer's capacity
+        hw.pop("energy_buffer_pj_per_byte")
     doc = {"config": config.to_dict(), "hw": hw, "feature_schema": FEATURE_SCHEMA_VERSION,
            "format": DATASET_FORMAT_VERSION, "code": _source_fingerprint()}
     if config.graph_stages != "none":  # the rewrite rules shape the graphs sampled
