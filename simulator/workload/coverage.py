@@ -390,6 +390,9 @@ _ONNX_PATTERNS = [
           "[-> Mul(scale) -> Add(bias)]",
           "torch's GroupNorm as its exporter writes it: one op (attr groups) with the "
           "per-channel scale and bias, as from_torch imports it"),
+    Entry("onnx", "pattern", "softmax", "softmax", "Where(IsNaN(Softmax(x)), 0, Softmax(x))",
+          "the dynamo exporter's safe softmax: the Softmax alone, exact where a row has a "
+          "finite entry; a fully masked row (all -inf) gives NaN where the pattern gives 0"),
     Entry("onnx", "pattern", "(values)", "",
           "Shape, Gather, Cast, Sqrt, Div, Concat, ... of constants and static shapes",
           "computed (onnx's reference evaluator; GatherElements in numpy, as BERT's "
@@ -459,6 +462,8 @@ REFUSED_ONNX: dict[str, str] = {
     "Where / Greater / Less / Equal": "data-dependent selection (exporters' hardshrink, "
                                       "softshrink, threshold): no IR kind",
     "Tile (of an activation)": "a repeated copy: no IR kind",
+    "IsNaN (of an activation, outside the safe softmax)":
+        "a NaN test: no IR kind (of a constant it is computed)",
     "LSTM / GRU / RNN": "recurrent: no IR kind",
     "other domains (com.microsoft.*)": "only the default ai.onnx domain is read",
 }

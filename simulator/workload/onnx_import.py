@@ -9,9 +9,11 @@ the gates ``Mul(x, Sigmoid(x))`` and ``Mul(x, HardSigmoid(x))`` that exporters e
 Hardswish, which become one ``silu`` / ``hardswish`` op as `from_torch` produces them, and the
 ``Reshape -> Transpose -> Reshape`` of a channel shuffle, which becomes one ``channel_shuffle``
 op, and torch's exported GroupNorm (``Reshape -> InstanceNormalization -> Reshape -> Mul ->
-Add``), which becomes one ``groupnorm`` op. Values computed from constants and static shapes
-are evaluated (`_fold`) so that they can be operands, and shape inference runs again with them
-when it left tensors without a static shape.
+Add``), which becomes one ``groupnorm`` op. The dynamo exporter's safe softmax
+``Where(IsNaN(Softmax(x)), 0, Softmax(x))`` is the softmax alone (`_safe_softmax`: exact but for
+a fully masked row); any other IsNaN of an activation is refused. Values computed from constants
+and static shapes are evaluated (`_fold`) so that they can be operands, and shape inference runs
+again with them when it left tensors without a static shape.
 
 Shape inference runs on a light copy of the model (nodes sorted, inputs fixed, large weights
 reduced to their dimensions), so its cost does not grow with the weights and models over
@@ -594,6 +596,9 @@ class _Walk:
             network inputs whose shapes they read (a resize's ``size_of``).
         folded: Elements of the large constants folded so far (at most
             `limits.MAX_FOLD_ELEMS` in all).
+        nan_readers: The one node reading each IsNaN's output, when that is its only reader.
+        safe_where: Where nodes' outputs found to be a safe softmax's, with the Softmax's
+            output they stand for (`_safe_softmax`).
     """
 
     where: str
@@ -615,6 +620,8 @@ class _Walk:
     params: dict[str, dict[str, np.ndarray]] | None = None
     shape_sources: dict[str, frozenset[str]] = field(default_factory=dict)
     folded: int = 0
+    nan_readers: dict[str, onnx.NodeProto] = field(default_factory=dict)
+    safe_where: dict[str, str] = field(default_factory=dict)
 
 
 def _keep(w: _Walk, op_name: str, **arrays: np.ndarray | None) -> None:
@@ -653,6 +660,14 @@ def _start_walk(graph: onnx.GraphProto, initializers: Sequence[onnx.TensorProto]
               shapes=_static_shapes(graph), raw_uses=_reader_counts(graph),
               consts={t.name: t for t in initializers})
     w.consts.update((t.values.name, None) for t in graph.sparse_initializer)
+    readers: dict[str, list[onnx.NodeProto]] = {}
+    for n in graph.node:
+        for t in _node_inputs(n):
+            readers.setdefault(t, []).append(n)
+    w.nan_readers = {n.output[0]: readers[n.output[0]][0] for n in graph.node
+                     if n.op_type == "IsNaN" and n.domain in _DEFAULT_DOMAINS and n.output
+                     and len(readers.get(n.output[0], ())) == 1
+                     and w.raw_uses[n.output[0]] == 1}
     for name, shape in inputs.items():
         w.act[name] = name
         w.names.add(name)
@@ -703,8 +718,12 @@ def _visit(w: _Walk, node: onnx.NodeProto) -> None:
         return
     handler = _HANDLERS.get(node.op_type) if node.domain in _DEFAULT_DOMAINS else None
     try:
+        if node.domain in _DEFAULT_DOMAINS and node.op_type in ("IsNaN", "Where") \
+                and _safe_softmax(w, node):
+            return
         if handler is None:
-            raise _Unsupported()
+            raise _Unsupported(_REFUSAL_REASONS.get(node.op_type, "")
+                               if node.domain in _DEFAULT_DOMAINS else "")
         if handler is not _split and any(w.raw_uses[o] for o in node.output[1:] if o):
             raise _Unsupported("its secondary outputs are used")
         handler(w, node)
@@ -712,6 +731,48 @@ def _visit(w: _Walk, node: onnx.NodeProto) -> None:
         if not w.allow_opaque:
             raise UnsupportedOpError(_unsupported_message(w, node, str(err))) from err
         _opaque(w, node)
+
+
+_REFUSAL_REASONS = {
+    "IsNaN": "of an activation, only the safe softmax Where(IsNaN(Softmax(x)), 0, Softmax(x)) "
+             "is read",
+}
+
+
+def _safe_softmax(w: _Walk, node: onnx.NodeProto) -> bool:
+    """The dynamo exporter's safe softmax ``Where(IsNaN(s), 0, s)`` with ``s = Softmax(x)``
+    (an activation): the IsNaN yields nothing and the Where is `s` itself; True when `node` is
+    one of the two (False: refused as usual, an IsNaN by name with the reason).
+
+    This is exact wherever the softmax has no NaN: a row of x with a finite entry and no NaN
+    or +inf (masked entries -inf) gives exp() of finite or -inf differences from the row's
+    finite maximum, a sum of at least 1, so no NaN, and the Where picks s. A fully masked row
+    (every entry -inf) differs: softmax computes -inf - (-inf) = NaN, so the pattern gives a
+    row of zeros and the imported softmax (the executor's torch.softmax) a row of NaN. The
+    attention masks the exporter writes (causal, or padding with a query that sees a token)
+    leave no row fully masked. The IsNaN must be read by that Where alone, the Where's value
+    for true a stored constant of zeros that does not broadcast s to a larger shape."""
+    if node.op_type == "Where":
+        s = w.safe_where.get(node.output[0])
+        if s is None:
+            return False
+        _alias(w, node.output[0], s)
+        return True
+    s, flag = node.input[0], node.output[0]
+    where = w.nan_readers.get(flag)
+    spec = w.specs.get(w.act.get(s, ""))
+    if (where is None or where.op_type != "Where" or where.domain not in _DEFAULT_DOMAINS
+            or list(where.input) != [flag, where.input[1], s] or spec is None
+            or spec.kind is not OpKind.SOFTMAX or dict(spec.attrs).get("log")):
+        return False
+    zero = _value(w, where.input[1])
+    if zero is None or zero.size == 0 or np.any(zero != 0) \
+            or np.broadcast_shapes(zero.shape, spec.output_shape) != spec.output_shape \
+            or w.shapes.get(where.output[0]) != spec.output_shape:
+        return False
+    w.safe_where[where.output[0]] = s
+    w.uses[w.act[s]] -= 1  # the IsNaN's read of s; the Where's goes with the alias
+    return True
 
 
 def _fold(w: _Walk, node: onnx.NodeProto) -> list[np.ndarray] | None:
