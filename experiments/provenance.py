@@ -66,7 +66,7 @@ ROOT = Path(__file__).resolve().parents[1]
 RECORD = ROOT / "experiments" / "results" / "provenance.json"
 RESULT_DIRS = ("experiments/results", "docs/images")
 """Every file under these (but the stores and the record itself) is a committed result."""
-DOCS = ("docs/graph-stages.md", "docs/workloads.md")
+DOCS = ("docs/graph-stages.md", "docs/hardware.md", "docs/workloads.md")
 """Docs whose tables hold figures of runs (recorded without a content digest: prose changes)."""
 _NOT_RESULTS = (".sqlite", ".sqlite-wal", ".sqlite-shm")
 
