@@ -86,47 +86,69 @@ def solve_point(phase: str, tokens: int, buffer: int, scheme: str,
 
 
 def figure(rows: list[dict[str, str]], path: Path) -> None:
-    """DRAM (MB) against C (decode, left) and L (prefill, right), a line per scheme and
-    buffer, the lower bound dashed."""
+    """DRAM (MiB) against C (decode, left) and L (prefill, right) in the house style
+    (`fusion_dse.figure_style`): a colour per dataflow, a line style per buffer, the compulsory
+    lower bound dotted, one legend below the panels, a two-line title naming the hardware and
+    what was searched."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
-    styles = {"lbdf": "o-", "brr": "s-", "hybrid": "^--"}
-    for ax, phase, label in ((axes[0], "decode", "context C (tokens in the KV cache)"),
-                             (axes[1], "prefill", "prompt length L (tokens)")):
-        mine = [r for r in rows if r["phase"] == phase]
-        if not mine:
-            continue
-        for buffer in BUFFERS:
-            for scheme in SCHEMES:
-                pts = sorted((int(r["tokens"]), int(r["dram_bytes"]) / 1e6) for r in mine
-                             if r["scheme"] == scheme and int(r["buffer_bytes"]) == buffer)
-                if pts:
-                    ax.plot(*zip(*pts, strict=True), styles[scheme], alpha=0.85,
-                            color="C0" if buffer == BUFFERS[0] else "C1",
-                            label=f"{scheme.upper() if scheme != 'hybrid' else 'hybrid'}, "
-                                  f"{buffer // 1024} KiB")
-        bound = sorted({(int(r["tokens"]), int(r["lower_bound_bytes"]) / 1e6) for r in mine})
-        ax.plot(*zip(*bound, strict=True), "k:", label="lower bound (compulsory)")
-        ax.set_xscale("log", base=2)
-        ax.set_xlabel(label)
-        ax.set_ylabel("best plan's DRAM (MB)")
-        ax.set_title(f"llama_tiny {phase}")
-        ax.grid(alpha=0.3)
-    axes[0].legend(fontsize=7)
-    fig.tight_layout()
+    from fusion_dse.figure_style import (
+        DRAM_LABEL,
+        color_of,
+        legend_outside,
+        mib,
+        size_text,
+        styled,
+    )
+
+    @styled
+    def draw() -> plt.Figure:
+        fig, axes = plt.subplots(1, 2, figsize=(10, 4.6), layout="constrained")
+        lines = {BUFFERS[0]: "-", BUFFERS[1]: "--"}
+        for ax, phase, label in ((axes[0], "decode", "context C (tokens in the KV cache)"),
+                                 (axes[1], "prefill", "prompt length L (tokens)")):
+            mine = [r for r in rows if r["phase"] == phase]
+            for buffer in BUFFERS:
+                for scheme in SCHEMES:
+                    pts = sorted((int(r["tokens"]), mib(int(r["dram_bytes"]))) for r in mine
+                                 if r["scheme"] == scheme and int(r["buffer_bytes"]) == buffer)
+                    if pts:
+                        ax.plot(*zip(*pts, strict=True), lines[buffer], marker="o", ms=3,
+                                color=color_of(scheme, SCHEMES),
+                                label=f"{scheme.upper()}, buffer {size_text(buffer)}")
+            bound = sorted({(int(r["tokens"]), mib(int(r["lower_bound_bytes"]))) for r in mine})
+            if bound:
+                ax.plot(*zip(*bound, strict=True), ":", color="black",
+                        label="compulsory lower bound")
+            ax.set_xscale("log", base=2)
+            ax.set_xlabel(label)
+            ax.set_ylabel(f"best plan's {DRAM_LABEL}")
+            ax.set_title(f"llama_tiny_{phase}")
+        fig.suptitle("llama_tiny (2 layers, width 256, 8 query / 2 KV heads) on edge-npu, int8, "
+                     f"buffers {size_text(BUFFERS[0])} and {size_text(BUFFERS[1])}\n"
+                     f"best plan of the exact solver within {CAPS.max_sets:,} sets and "
+                     f"{CAPS.max_costed:,} costed per point (proven only where marked in the "
+                     "table)")
+        handles, labels = axes[1].get_legend_handles_labels()
+        legend_outside(fig, handles, labels, ncols=4)
+        return fig
+
+    fig = draw()
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp.png")
     fig.savefig(tmp, dpi=110)
+    plt.close(fig)
     os.replace(tmp, path)
 
 
 def markdown(rows: list[dict[str, str]]) -> str:
-    """The points as a table: DRAM in MB per phase, tokens, buffer and scheme, the layer-by-layer
-    plan and the compulsory lower bound beside them."""
+    """The points as a table: DRAM in MB (10^6 bytes) per phase, tokens, buffer and scheme,
+    the layer-by-layer plan and the compulsory lower bound beside them."""
+    from fusion_dse.figure_style import size_text
+
     head = ("| phase | tokens | buffer | scheme | best DRAM, MB | optimum | layer by layer, MB | "
             "lower bound, MB | best / lower bound |\n|---|---|---|---|---|---|---|---|---|")
     lines = [head]
@@ -134,9 +156,9 @@ def markdown(rows: list[dict[str, str]]) -> str:
         dram, bound = int(r["dram_bytes"]), int(r["lower_bound_bytes"])
         status = "proven" if r["optimal"] == "True" else \
             "at the lower bound" if dram == bound else "capped"
-        lines.append(f"| {r['phase']} | {int(r['tokens']):,} | {int(r['buffer_bytes']) // 1024} "
-                     f"KiB | {r['scheme']} | {dram / 1e6:.3f} | {status} | "
-                     f"{int(r['lbl_bytes']) / 1e6:.3f} | {bound / 1e6:.3f} | "
+        lines.append(f"| {r['phase']} | {int(r['tokens']):,} | "
+                     f"{size_text(int(r['buffer_bytes']))} | {r['scheme']} | {dram / 1e6:.3f} | "
+                     f"{status} | {int(r['lbl_bytes']) / 1e6:.3f} | {bound / 1e6:.3f} | "
                      f"{dram / bound:.2f}x |")
     return "\n".join(lines) + "\n"
 
