@@ -324,7 +324,8 @@ class HardwareConfig:
         energy_dram_pj_per_byte: DRAM access energy in pJ per byte.
         energy_buffer_pj_per_byte: On-chip buffer access energy in pJ per byte: the YAML's
             ``energy.buffer_pj_per_byte``, or the SRAM model's at the buffer's capacity
-            (`buffer_pj_from_sram`; with split buffers their capacity-weighted mean).
+            (`buffer_pj_from_sram`; with split buffers their capacity-weighted mean, reported;
+            the energy charges each buffer's accesses at its own: `buffer_energy_pj`).
         energy_mac_pj: Energy of one multiply-accumulate in pJ.
         lbdf_buffer: LBDF line-buffer granularity: ``"pixel"`` (the paper's Fig. 1 line
             buffer, the default) or ``"row"`` (whole rows); see docs/cost-model.md 4.1.
@@ -399,6 +400,17 @@ class HardwareConfig:
             return (("shared", self.buffer_bytes),)
         return (("weights", self.weight_buffer_bytes),
                 ("activations", self.activation_buffer_bytes))
+
+    def buffer_energy_pj(self, traffic_bytes: float, weight_bytes: float | None = None) -> float:
+        """Energy of `traffic_bytes` of on-chip buffer accesses, `weight_bytes` of them weights:
+        at `energy_buffer_pj_per_byte`, or, for split buffers priced by the SRAM model, the
+        weights at the weight buffer's pJ/B and the rest at the activation buffer's (each at its
+        own capacity). Without `weight_bytes` the capacity-weighted mean prices them all."""
+        if weight_bytes is None or not (self.is_split and self.buffer_pj_from_sram
+                                        and self.sram is not None):
+            return traffic_bytes * self.energy_buffer_pj_per_byte
+        pj = {role: cost.pj_per_byte for role, cost in self.memories}
+        return weight_bytes * pj["weights"] + (traffic_bytes - weight_bytes) * pj["activations"]
 
     @property
     def weight_capacity(self) -> int:

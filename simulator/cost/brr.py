@@ -37,7 +37,7 @@ import numpy as np
 
 from simulator.cost._lazy import LazyModule
 from simulator.cost.rows import RowDeps, row_deps
-from simulator.cost.traffic import buffer_traffic_elems
+from simulator.cost.traffic import buffer_traffic_elems, weight_traffic_bytes
 from simulator.cost.types import Failure, GroupCost, timing
 from simulator.scheme import Scheme
 from simulator.workload.graph import ComputeGraph, Op, OpKind, Shape
@@ -219,7 +219,8 @@ def _compiled_cost(graph: ComputeGraph, ops: tuple[int, ...], hw: HardwareConfig
         weight_buffer_bytes=weight_buffer * d, dram_act_read=act * d,
         dram_weight_read=weight_reads * d, dram_write=writes * d, macs=macs, fits=fits,
         reason=reason,
-        timing=timing(dram, int(traffic) * d + dram, macs, hw, int(cycles) if fits else 0),
+        timing=timing(dram, int(traffic) * d + dram, macs, hw, int(cycles) if fits else 0,
+                      weight_traffic_bytes(graph, ops, hw, weight_reads * d)),
         tiles=int(tiles), weights_streamed=bool(streamed.any()),
         failure=failure, resident_weight_bytes=resident_elems * d,
         weight_slices=slices_of)
@@ -243,7 +244,8 @@ def _as_group_cost(graph: ComputeGraph, ops: tuple[int, ...], hw: HardwareConfig
         weight_buffer_bytes=t.weight_buffer_elems * d, dram_act_read=t.act_read_elems * d,
         dram_weight_read=t.weight_read_elems * d, dram_write=write_elems * d, macs=t.macs,
         fits=failure is None, reason=reason,
-        timing=timing(dram, buf, t.macs, hw, cycles if failure is None else 0),
+        timing=timing(dram, buf, t.macs, hw, cycles if failure is None else 0,
+                      weight_traffic_bytes(graph, ops, hw, t.weight_read_elems * d)),
         tiles=t.tiles, weights_streamed=t.streamed, failure=failure,
         resident_weight_bytes=t.resident_elems * d,
         weight_slices=tuple((w.op, w.split, w.slices) for w in t.weights if not w.resident),

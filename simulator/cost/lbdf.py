@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from simulator.cost._lazy import LazyModule
+from simulator.cost.traffic import weight_traffic_bytes
 from simulator.cost.types import Failure, GroupCost, timing
 from simulator.hw import LBDF_BUFFERS, HardwareConfigError
 from simulator.scheme import Scheme
@@ -76,7 +77,8 @@ def group_cost(graph: ComputeGraph, ops: Sequence[int], hw: HardwareConfig) -> G
         scheme=Scheme.LBDF, ops=ops, buffer_bytes=need, weight_buffer_bytes=weight_bytes,
         dram_act_read=dram_act, dram_weight_read=dram_w, dram_write=dram_write, macs=macs,
         fits=fits, reason=reason,
-        timing=timing(dram, buf, macs, hw, cycles if cycles >= 0 else 0),
+        timing=timing(dram, buf, macs, hw, cycles if cycles >= 0 else 0,
+                      weight_traffic_bytes(graph, ops, hw, dram_w)),
         failure=failure,
     )
 

@@ -50,7 +50,7 @@ import numpy as np
 from simulator.cost import lbdf
 from simulator.cost.cycles import layer_cycles
 from simulator.cost.rows import is_embedding, reduced_axes, row_deps
-from simulator.cost.traffic import boundary, buffer_traffic_elems
+from simulator.cost.traffic import boundary, buffer_traffic_elems, weight_traffic_bytes
 from simulator.cost.types import Failure, GroupCost, timing
 from simulator.scheme import Scheme
 from simulator.workload.graph import ComputeGraph, Op, OpKind
@@ -221,7 +221,8 @@ def group_cost(graph: ComputeGraph, ops: Sequence[int], hw: HardwareConfig) -> G
             weight_buffer_bytes=weights, dram_act_read=b.read_elems * d,
             dram_weight_read=weights, dram_write=b.write_elems * d, macs=macs, fits=False,
             reason="layer-by-layer runs one op per group",
-            timing=timing(dram, buffer_traffic_elems(graph, ops) * d + dram, macs, hw),
+            timing=timing(dram, buffer_traffic_elems(graph, ops) * d + dram, macs, hw,
+                          weight_traffic_bytes=weight_traffic_bytes(graph, ops, hw, weights)),
             failure=Failure.NOT_SINGLE_OP)
     t = layer_tiling(graph, ops[0], hw)
     return GroupCost(
@@ -230,7 +231,8 @@ def group_cost(graph: ComputeGraph, ops: Sequence[int], hw: HardwareConfig) -> G
         dram_weight_read=t.weight_read, dram_write=t.write, macs=macs, fits=t.fits,
         reason=t.reason,
         timing=timing(t.dram_bytes, buffer_traffic_elems(graph, ops) * d + t.dram_bytes,
-                      macs, hw, t.cycles),
+                      macs, hw, t.cycles,
+                      weight_traffic_bytes(graph, ops, hw, t.weight_read)),
         failure=None if t.fits else Failure.TILE_OVER_BUFFER,
         tiles=t.tiles, tiling=t.describe(), reread_act_bytes=t.reread_act,
         reread_weight_bytes=t.reread_weight, schedule=t)

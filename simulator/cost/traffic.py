@@ -9,8 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from simulator.workload.graph import ComputeGraph
+
+if TYPE_CHECKING:
+    from simulator.hw import HardwareConfig
 
 __all__ = ["Boundary", "boundary", "buffer_traffic_elems", "compulsory_bytes"]
 
@@ -67,3 +71,19 @@ def buffer_traffic_elems(graph: ComputeGraph, ops: Iterable[int]) -> int:
         total += sum(graph.tensor_elems(r) for r in op.inputs) + op.weight_reads \
             + op.output_elems
     return total
+
+
+def weight_traffic_elems(graph: ComputeGraph, ops: Iterable[int]) -> int:
+    """The weights' share of `buffer_traffic_elems`: each op reads its weights once (an
+    embedding the rows its ids select)."""
+    return sum(graph[o].weight_reads for o in ops)
+
+
+def weight_traffic_bytes(graph: ComputeGraph, ops: Iterable[int], hw: HardwareConfig,
+                         dram_weight_bytes: int) -> int | None:
+    """Bytes of weight accesses a group's buffer sees (`weight_traffic_elems` and the weights
+    loaded from DRAM), for pricing split buffers each at its own energy (`simulator.cost.types.
+    timing`); None with one shared buffer, where every access costs the same."""
+    if not hw.is_split:
+        return None
+    return weight_traffic_elems(graph, ops) * hw.dtype_bytes + dram_weight_bytes

@@ -81,7 +81,7 @@ def roofline(dram_bytes: int, macs: int, hw: HardwareConfig) -> tuple[int, int]:
 
 
 def timing(dram_bytes: int, buffer_traffic_bytes: int, macs: int, hw: HardwareConfig,
-           schedule_cycles: int = 0) -> Timing:
+           schedule_cycles: int = 0, weight_traffic_bytes: int | None = None) -> Timing:
     """Cycles and energy of moving `dram_bytes`, touching the buffer and computing `macs`.
 
     `schedule_cycles` is the time of the group's schedule (`simulator.cost.cycles`: transfers
@@ -91,7 +91,8 @@ def timing(dram_bytes: int, buffer_traffic_bytes: int, macs: int, hw: HardwareCo
 
     Energy (docs/hardware.md): DRAM bytes x DRAM pJ/B + buffer accesses x the buffer's pJ/B
     (the SRAM model's at its capacity, or the YAML's) + MACs x pJ/MAC + the buffers' leakage
-    power x the cycles.
+    power x the cycles. `weight_traffic_bytes` (the weights' share of the buffer accesses)
+    prices split buffers each at its own pJ/B (`HardwareConfig.buffer_energy_pj`).
     """
     compute, dram = roofline(dram_bytes, macs, hw)
     cycles = max(compute, dram, schedule_cycles)
@@ -100,7 +101,7 @@ def timing(dram_bytes: int, buffer_traffic_bytes: int, macs: int, hw: HardwareCo
         dram_cycles=dram,
         cycles=cycles,
         energy_dram_pj=dram_bytes * hw.energy_dram_pj_per_byte,
-        energy_buffer_pj=buffer_traffic_bytes * hw.energy_buffer_pj_per_byte,
+        energy_buffer_pj=hw.buffer_energy_pj(buffer_traffic_bytes, weight_traffic_bytes),
         energy_mac_pj=macs * hw.energy_mac_pj,
         energy_leak_pj=cycles * _leakage_pj_per_cycle(hw),
     )

@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from simulator.cost import CostCache, GroupCost
-from simulator.cost.traffic import buffer_traffic_elems
+from simulator.cost.traffic import buffer_traffic_elems, weight_traffic_elems
 from simulator.dataflow import dataflow
 from simulator.engine.machine import Machine, SimulationError
 from simulator.engine.report import GroupSim, SimReport
@@ -66,7 +66,10 @@ def simulate(graph: ComputeGraph, plan: PartitionPlan, hw: HardwareConfig, schem
         groups.append(_run_group(machine, graph, k, cache.run(plan.groups[k].ops), hw))
     accesses = sum(buffer_traffic_elems(graph, g.ops) * hw.dtype_bytes + g.dram_bytes
                    for g in groups)
-    return _report(machine, scheme, tuple(groups), accesses)
+    weights = sum(weight_traffic_elems(graph, g.ops) * hw.dtype_bytes
+                  + sum(n for t, n in g.dram_read.items() if t.endswith(".weights"))
+                  for g in groups) if hw.is_split else None
+    return _report(machine, scheme, tuple(groups), accesses, weights)
 
 
 def _run_group(m: Machine, graph: ComputeGraph, k: int, cost: GroupCost,
@@ -91,14 +94,14 @@ def _run_group(m: Machine, graph: ComputeGraph, k: int, cost: GroupCost,
 
 
 def _report(m: Machine, scheme: Scheme, groups: tuple[GroupSim, ...],
-            buffer_accesses: int) -> SimReport:
+            buffer_accesses: int, weight_accesses: int | None = None) -> SimReport:
     hw = m.hw
     dram = sum(g.dram_bytes for g in groups)
     return SimReport(
         scheme=scheme, groups=groups, cycles=m.now, clock_hz=hw.clock_hz,
         macs_per_cycle=hw.macs_per_cycle,
         energy_dram_pj=dram * hw.energy_dram_pj_per_byte,
-        energy_buffer_pj=buffer_accesses * hw.energy_buffer_pj_per_byte,
+        energy_buffer_pj=hw.buffer_energy_pj(buffer_accesses, weight_accesses),
         energy_mac_pj=sum(g.macs for g in groups) * hw.energy_mac_pj,
         energy_leak_pj=m.now * hw.leakage_pj_per_cycle, area_mm2=hw.area_mm2,
         events=sum(g.events for g in groups),
