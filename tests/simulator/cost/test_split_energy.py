@@ -5,7 +5,8 @@ The chain of docs/cost-model.md section 9.1 (x -> conv0 -> conv1, 3x3 convs of 4
 buffer 2,128 times a byte: 1,320 first-order accesses of its ops (each reads its 256-element
 input and 148 weights and writes its 256-element output: 2 x 660) and the 808 DRAM bytes
 passing through it. Of those, 592 B are weights: each conv reads its 148 weights once
-(296 B) after they arrive from DRAM (296 B). On edge-npu (45 nm, 8 banks) split 8 KiB / 32 KiB the banks are 1 KiB and 4 KiB:
+(296 B) after they arrive from DRAM (296 B). On edge-npu (45 nm, 8 banks) split
+8 KiB / 32 KiB the banks are 1 KiB and 4 KiB:
 Horowitz's 64-bit read is 10 pJ at 8 KB with 20 pJ at 32 KB, a log-log slope of 1/2 that the
 model continues below 8 KB, so 10 x (1/8)^(1/2) = 3.5355 pJ and 10 x (1/2)^(1/2) = 7.0711 pJ
 a word: 0.44194 and 0.88388 pJ/B. The buffer energy is 592 x 0.44194 + 1,536 x 0.88388 =
