@@ -58,11 +58,11 @@ def group_cost(graph: ComputeGraph, ops: Sequence[int], hw: HardwareConfig) -> G
     """F_beta, F_D, cycles and energy of `ops` run as one LBDF group on `hw`."""
     ops = tuple(sorted(ops))
     d = hw.dtype_bytes
-    # The kernel times the group when its line buffers fit next to its weights; with split
-    # buffers it times every group and the cycles are kept only when the group fits.
-    room = hw.buffer_bytes // d if not hw.is_split else _UNTIMED_ROOM
+    # The kernel times the group when its line buffers fit next to its weights in the whole
+    # buffer (`buffer_bytes`, the two buffers' total when split: a necessary condition); the
+    # cycles are kept only when the group fits.
     line, _, _, cycles, read_elems, write_elems, weight_elems, macs, traffic, *_ = _schedule(
-        graph, ops, _granularity(hw.lbdf_buffer) == "pixel", 1, room, d,
+        graph, ops, _granularity(hw.lbdf_buffer) == "pixel", 1, hw.buffer_bytes // d, d,
         hw.dram_bandwidth, hw.dram_latency, hw.macs_per_cycle)
     weight_bytes = weight_elems * d
     need = weight_bytes + line * d
@@ -70,7 +70,7 @@ def group_cost(graph: ComputeGraph, ops: Sequence[int], hw: HardwareConfig) -> G
     dram = dram_act + dram_w + dram_write
     buf = traffic * d + dram
     failure, reason = _failure(weight_bytes, need, hw)
-    fits = hw.fits(weight_bytes, line * d)
+    fits = failure is None
     if not fits:
         cycles = -1
     return GroupCost(
@@ -92,10 +92,6 @@ def _schedule(graph: ComputeGraph, ops: tuple[int, ...], pixel: bool, want: int,
         graph.inputs_of(ops)  # raises GraphError, naming the ids
     return _k.schedule(np.array(ops, dtype=np.int64), pixel, want, buffer_elems,
                        *_k.lbdf_tables(graph).args, d, float(bw), lat, mpc)
-
-
-_UNTIMED_ROOM = 1 << 62
-"""`schedule`'s room that times every group (split buffers: the fit is decided here)."""
 
 
 def _failure(weight_bytes: int, need: int, hw: HardwareConfig) -> tuple[Failure | None, str]:
