@@ -28,7 +28,7 @@ tile would need the whole map. Such groups are BRR-incompatible and reported as 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
 from typing import TYPE_CHECKING
@@ -543,40 +543,48 @@ def _finest(b: _Block, i: int) -> tuple[OpWeights, int]:
     return OpWeights(w.op, False, "out", w.out_channels, 1, w.first_out), out
 
 
+def _fewest_slices(b: _Block, i: int, out_room: int | None,
+                   in_fits: Callable[[int], bool]) -> OpWeights:
+    """Op i streamed in the fewest slices (ties to output-channel slices): output-channel
+    slices of at most `out_room` weight elements (None: not allowed), or input-channel slices
+    of the most channels c with `in_fits(c)` (fitting is monotone in c)."""
+    w = b.layout.weighted[i]
+    best: tuple[int, str, int] | None = None  # (slices, split, chunk)
+    c = _largest_chunk(out_room, w.elems, w.out_channels) if out_room is not None else 0
+    if c:
+        s = -(-w.out_channels // c)
+        best = (s, "out", -(-w.out_channels // s))
+    if w.in_channels and in_fits(1):
+        lo, hi = 1, w.in_channels  # in_fits(lo) holds, find the largest c
+        while hi > lo:
+            mid = (lo + hi + 1) // 2
+            lo, hi = (mid, hi) if in_fits(mid) else (lo, mid - 1)
+        s = -(-w.in_channels // lo)
+        if best is None or s < best[0]:
+            best = (s, "in", -(-w.in_channels // s))
+    assert best is not None, "a fitting configuration streams every op in some slices"
+    s, split, chunk = best
+    chans = w.out_channels if split == "out" else w.in_channels
+    return OpWeights(w.op, False, split, s, chunk, slice_elems(w.elems, chans, 0, chunk))
+
+
+def _input_sliced(b: _Block, i: int) -> Callable[[int], int]:
+    """Op i's position held input-sliced, by the channels c of a slice: the activations
+    (its input slice, partial sums and the rest), at the tile that holds most."""
+    base, per = b.sliced(i) if b.layout.weighted[i].in_channels else (None, None)
+    return lambda c: int((base + c * per).max())
+
+
 def _slices(b: _Block, i: int, budget: int) -> tuple[OpWeights, int]:
     """Op i streamed in the fewest slices whose largest fits `budget` (the buffer less the
     resident weights) next to what its position holds; ties to output-channel slices."""
     w = b.layout.weighted[i]
-    best: tuple[int, str, int] | None = None  # (slices, split, chunk)
-    c = _largest_chunk(budget - int(b.held_w[i]), w.elems, w.out_channels)
-    if c:
-        s = -(-w.out_channels // c)
-        best = (s, "out", -(-w.out_channels // s))
-    if w.in_channels:
-        base, per = b.sliced(i)
-
-        def need(c: int) -> int:
-            return int((base + c * per).max()) + slice_elems(w.elems, w.in_channels, 0, c)
-
-        lo, hi = 0, w.in_channels  # need(lo) fits (lo = 0: none), find the largest c
-        if need(1) <= budget:
-            lo = 1
-            while hi > lo:
-                mid = (lo + hi + 1) // 2
-                lo, hi = (mid, hi) if need(mid) <= budget else (lo, mid - 1)
-            s = -(-w.in_channels // lo)
-            if best is None or s < best[0]:
-                best = (s, "in", -(-w.in_channels // s))
-    assert best is not None, "a fitting configuration streams every op in some slices"
-    s, split, chunk = best
-    chans = w.out_channels if split == "out" else w.in_channels
-    first = slice_elems(w.elems, chans, 0, chunk)
-    if split == "out":
-        need_at = int(b.held_w[i]) + first
-    else:
-        base, per = b.sliced(i)
-        need_at = int((base + chunk * per).max()) + first
-    return OpWeights(w.op, False, split, s, chunk, first), need_at
+    acts = _input_sliced(b, i)
+    plan = _fewest_slices(
+        b, i, budget - int(b.held_w[i]),
+        lambda c: acts(c) + slice_elems(w.elems, w.in_channels, 0, c) <= budget)
+    held = int(b.held_w[i]) if plan.split == "out" else acts(plan.chunk)
+    return plan, held + plan.slice_elems
 
 
 # --- split buffers: weights in one buffer, activations in the other ---------------------------
@@ -735,35 +743,11 @@ def _slices_split(b: _Block, i: int, w_room: int, a_cap: int) -> tuple[OpWeights
     """Op i streamed in the fewest slices of at most `w_room` weight elements whose
     activations fit `a_cap` (ties: output-channel slices): (plan, activation elements)."""
     w = b.layout.weighted[i]
-    best: tuple[int, str, int] | None = None  # (slices, split, chunk)
-    if b.held_w[i] <= a_cap:
-        c = _largest_chunk(w_room, w.elems, w.out_channels)
-        if c:
-            s = -(-w.out_channels // c)
-            best = (s, "out", -(-w.out_channels // s))
-    if w.in_channels:
-        base, per = b.sliced(i)
-
-        def fits(c: int) -> bool:
-            return (int((base + c * per).max()) <= a_cap
-                    and slice_elems(w.elems, w.in_channels, 0, c) <= w_room)
-
-        if fits(1):
-            lo, hi = 1, w.in_channels
-            while hi > lo:
-                mid = (lo + hi + 1) // 2
-                lo, hi = (mid, hi) if fits(mid) else (lo, mid - 1)
-            s = -(-w.in_channels // lo)
-            if best is None or s < best[0]:
-                best = (s, "in", -(-w.in_channels // s))
-    assert best is not None, "a fitting configuration streams every op in some slices"
-    s, split, chunk = best
-    chans = w.out_channels if split == "out" else w.in_channels
-    plan = OpWeights(w.op, False, split, s, chunk, slice_elems(w.elems, chans, 0, chunk))
-    if split == "out":
-        return plan, int(b.held_w[i])
-    base, per = b.sliced(i)
-    return plan, int((base + chunk * per).max())
+    acts = _input_sliced(b, i)
+    plan = _fewest_slices(
+        b, i, w_room if b.held_w[i] <= a_cap else None,
+        lambda c: acts(c) <= a_cap and slice_elems(w.elems, w.in_channels, 0, c) <= w_room)
+    return plan, int(b.held_w[i]) if plan.split == "out" else acts(plan.chunk)
 
 
 class _Block:
