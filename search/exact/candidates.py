@@ -503,9 +503,7 @@ class _Growth:
             return True
         if mask & self.pair_g:
             held = max((p.elems for p in self.pairs if p.mask & mask == p.mask), default=0)
-            if hw.is_split:
-                return held * hw.dtype_bytes > hw.activation_capacity
-            return weight_bytes + held * hw.dtype_bytes > hw.buffer_bytes
+            return not hw.fits(weight_bytes, held * hw.dtype_bytes)
         return False
 
     def _streams(self, mask: int, weight_bytes: int) -> bool:
