@@ -380,6 +380,7 @@ class _Growth:
         floors = fit_floors(graph, self.hw) if any(m.tiled for m in members) else None
         self.floor_tiles = list(floors.tiles) if floors else [1] * len(graph)
         self.floor_res = list(floors.resident_elems) if floors else [0] * len(graph)
+        self.floor_stream = list(floors.streamed_elems) if floors else [0] * len(graph)
         self.seen: set[int] = set()
         self.pruned = 0
         self.start = time.perf_counter()

@@ -289,9 +289,11 @@ class _Search:
         self.pred = list(g.closure.pred)
         self.succ = [bits(m) for m in g.closure.succ]
         self.anc = g.closure.anc
-        self.start_h = 0  # the incumbent's bound while the heuristic is built: plan >= 0 + ...
+        self.phi = streaming_floors(g)
+        # the incumbent's bounds while the heuristic is built: plan >= 0 + ...
+        self.start_h = self.start_full = 0
         self.h = _Heuristic(self.graph, g, self._never)
-        self.start_h = self.h.compulsory(0)
+        self.start_h, self.start_full = self.h.compulsory(0), self.h(0)[0]
         self.known: dict[int, Candidate | None] = {}
         self.fit: dict[int, int | None] = {}
         self.touched: set[int] = set()
@@ -309,18 +311,29 @@ class _Search:
     # --- which ops may share a group ------------------------------------------------------
 
     def _dead(self, mask: int, weights: int, tiles: int, res: int,
-              floor: int | None = None) -> bool:
+              floor: tuple[int, int] | None = None) -> bool:
         """True when no plan at or below the incumbent holds a set of two or more ops
         containing `mask` (weights, largest fit-floor tiles and resident floor of `mask`) and,
-        with `floor` (the g + h of a state), placed at that state."""
+        with `floor` (g + h of a state, without and with the weight streaming floors), placed
+        at that state.
+
+        Such a plan costs at least g + h(S) without the floors plus E(mask), and at least g +
+        h(S) with them, less phi of the set's ops, plus E(mask) (docs/exact.md, "Incumbent
+        bound"); E - phi only grows with the set once the excess is positive, so a set ruled
+        out here is pruned with its supersets."""
         if self.upper is None or not self.brr:
             return False
         hw = self.growth.hw
         excess = weights + res - hw.buffer_bytes // self.d
         if hw.is_split:  # resident weights also fit the weight buffer alone
             excess = max(excess, weights - hw.weight_capacity // self.d)
-        base = self.start_h if floor is None else floor
-        return excess > 0 and tiles > 1 and base + excess * (tiles - 1) * self.d > self.upper
+        if excess <= 0 or tiles <= 1:
+            return False
+        comp, full = (self.start_h, self.start_full) if floor is None else floor
+        extra = excess * (tiles - 1) * self.d
+        if comp + extra > self.upper:
+            return True
+        return full + extra - sum(self.phi[o] for o in bits(mask)) > self.upper
 
     def _never(self, mask: int) -> bool:
         """True when no group of two or more ops that may run holds every op of `mask`."""
@@ -429,7 +442,8 @@ class _Search:
         seen: set[int] = set()
         # a set placed here costs at least its lower bound, so a plan through here holding it
         # costs at least g + h of here plus the set's weight re-reads (`_dead`)
-        floor = self.g[placed][0] + self.h.compulsory(placed)
+        floor = (self.g[placed][0] + self.h.compulsory(placed),
+                 self.g[placed][0] + self.h(placed)[0])
         for z in self._reduced(placed):
             e = g._single(z)
             if e[0] not in seen:
@@ -549,32 +563,29 @@ _MISSING = object()
 
 def streaming_floors(growth: _Growth) -> list[int]:
     """Per op o, bytes that every BRR group holding o reads beyond its compulsory traffic:
-    phi(o) = max(0, W(o) + res[o] - buffer) x max(0, tiles[o] - 1) x dtype bytes, with tiles
-    and res the op's fit floors (`simulator.cost.brr.fit_floors`); all 0 under the other
+    phi(o) = min over the tile counts T >= tiles[o] of max(0, W(o) + act_T(o) - buffer) x
+    (T - 1) x dtype bytes, with tiles and act_T the op's fit floors
+    (`simulator.cost.brr.fit_floors`: some tile holds at least act_T(o) activations at o's
+    position, so resident weights are at most buffer - act_T(o)); all 0 under the other
     dataflows.
 
-    Over the ops of any set S that runs, sum phi(o) <= max(0, excess(S)) x (max tiles - 1),
-    the streaming term of `CandidateSpace.lb_fit`: with P the ops of S where W(o) + res[o] >
-    buffer, sum over P of (W(o) + res[o] - buffer) <= W(P) + max_P res - buffer (each other
-    term res - buffer is <= 0: res[o] <= buffer for an op that fits) <= excess(S), and each
-    tiles[o] - 1 <= max tiles - 1. The bound holds for a singleton as well (the fit floors
-    hold for every group holding o; an unfusable op, run alone layer by layer, is excluded by
+    Over the ops of any set S that runs at T tiles, sum phi(o) <= max(0, W(S) + max act_T -
+    buffer) x (T - 1), at most the weights S streams re-read T - 1 more times: with P the ops
+    of S where W(o) + act_T(o) > buffer, sum over P of (W(o) + act_T(o) - buffer) <= W(P) +
+    max_P act_T - buffer (each other term act_T(o) - buffer is <= 0: act_T(o) <= buffer for an
+    op that fits at T, and T >= tiles[o]); each op's phi is at most its term at T. The bound
+    holds for a singleton as well (an unfusable op, run alone layer by layer, is excluded by
     the caller). So the F_D of every set that runs is at least its compulsory traffic plus the
     sum of its ops' phi, which keeps the heuristic consistent with phi of the unplaced ops
     added (docs/exact.md, "Heuristic").
 
     Split buffers: an op whose weights exceed the weight buffer W cannot be resident either,
-    so phi(o) is also at least max(0, W(o) - W) x max(0, tiles[o] - 1) x dtype bytes; each
-    op's phi stays at most its own re-reads, (T - 1) x W(o) when streamed and 0 when
-    resident, so the sum over a set that runs stays within its F_D above the compulsory."""
+    so its term at T is also at least max(0, W(o) - W) x (T - 1); each op's term stays at most
+    its own re-reads, (T - 1) x W(o) when streamed and 0 when resident, so the sum over a set
+    that runs stays within its F_D above the compulsory."""
     if not growth.scheme.tiled:
         return [0] * len(growth.weights)
-    hw = growth.hw
-    limit = hw.buffer_bytes // hw.dtype_bytes
-    weight_limit = hw.weight_capacity // hw.dtype_bytes if hw.is_split else limit
-    return [max(0, w + r - limit, w - weight_limit) * max(0, t - 1) * hw.dtype_bytes
-            for w, r, t in zip(growth.weights, growth.floor_res, growth.floor_tiles,
-                               strict=True)]
+    return [s * growth.hw.dtype_bytes for s in growth.floor_stream]
 
 
 def _find(parent: dict[int, int], x: int) -> int:

@@ -870,42 +870,59 @@ class FitFloors:
     Attributes:
         tiles: Per op, the fewest tiles with which such a group can fit (0: with none, so no
             group holding the op fits).
-        resident_elems: Per op, the fewest activation elements held at its position in a
-            tile at any tile count (what resident weights share the buffer with, at least).
+        resident_elems: Per op, the fewest activation elements some tile holds at its
+            position at any tile count (what resident weights share the buffer with, at
+            least).
+        streamed_elems: Per op, the fewest weight elements of its own that such a group
+            re-reads beyond reading them once: the least, over the tile counts T at which it
+            may fit, of max(0, W(o) + act_T(o) - buffer, W(o) - weight buffer) x (T - 1)
+            (`search.exact.lazy.streaming_floors`).
     """
 
     tiles: tuple[int, ...]
     resident_elems: tuple[int, ...]
+    streamed_elems: tuple[int, ...] = ()
 
 
 def fit_floors(graph: ComputeGraph, hw: HardwareConfig) -> FitFloors:
     """The `FitFloors` of `graph` on `hw` (docs/exact.md, "The BRR fit bound").
 
-    Proof sketch: in every BRR group S holding op o and for every tile count T, each tile
-    needs at least m_T(o) rows of o's tensor and ``win(m_T(o))`` of each of o's inputs
-    (`_op_activations`), all held at o's position with at least one output channel's slice
-    of o's weights; or, o input-sliced (its input entering, so with its row in flight), one
-    channel of its input region, its output as partial sums and one input channel's slice.
-    So a fitting configuration has T >= tiles[o] for every o of S, and its resident weights
-    are at most the buffer less resident_elems[o].
+    Proof sketch: in every BRR group S holding op o and for every tile count T, some tile
+    needs at least M_T(o) rows of o's tensor (`_most_rows_any`) and ``win(M_T(o))`` of each
+    of o's inputs (`_op_activations`), all held at o's position with at least one output
+    channel's slice of o's weights; or, o input-sliced (its input entering, so with its row
+    in flight), one channel of its input region, its output as partial sums and one input
+    channel's slice. So a fitting configuration has T >= tiles[o] for every o of S, and its
+    resident weights are at most the buffer less act_T(o) >= resident_elems[o]; the weights
+    that cannot be resident are re-read by each of the T - 1 extra tiles.
     """
     act, need = _op_floors(graph, accumulator_elems(hw.dtype_bytes))
-    fits = need <= hw.buffer_bytes // hw.dtype_bytes  # non-increasing floors: fits from a T on
+    limit = hw.buffer_bytes // hw.dtype_bytes
+    fits = need <= limit  # non-increasing floors: fits from a T on
     first = np.where(fits.any(axis=1), fits.argmax(axis=1) + 1, 0)
-    return FitFloors(tuple(int(t) for t in first), tuple(int(x) for x in act[:, -1]))
+    weights = np.array([op.weight_reads for op in graph], dtype=np.int64)[:, None]
+    over = np.maximum(weights + act - limit, 0)
+    if hw.is_split:  # resident weights also fit the weight buffer alone
+        over = np.maximum(over, weights - hw.weight_capacity // hw.dtype_bytes)
+    extra = over * np.arange(act.shape[1], dtype=np.int64)[None, :]  # x (T - 1)
+    streamed = np.where(fits, extra, np.iinfo(np.int64).max).min(axis=1, initial=
+                                                                   np.iinfo(np.int64).max)
+    streamed = np.where(first > 0, streamed, 0)
+    return FitFloors(tuple(int(t) for t in first), tuple(int(x) for x in act[:, -1]),
+                     tuple(int(x) for x in streamed))
 
 
 @lru_cache(maxsize=8)
 def _op_floors(graph: ComputeGraph, acc: int) -> tuple[np.ndarray, np.ndarray]:
     """(act, need)[o, T-1]: the fewest activation elements (act), and activation plus weight
-    elements (need), every tile of T tiles holds at o's position in any group holding o and
+    elements (need), some tile of T tiles holds at o's position in any group holding o and
     in any configuration, T = 1 .. the tallest tensor of the graph; non-increasing in T.
     Whole input: `_op_activations` and one output channel's slice of weights; input-sliced
     (an op of `_in_sliceable`): its output as partial sums (`acc` elements each), one channel
     of its input region, its input's row in flight and one input channel's slice of weights.
     """
     act = _op_activations(graph)
-    least = _least_rows_any(graph)
+    most = _most_rows_any(graph)
     deps = row_deps(graph)
     tiles = np.arange(1, act.shape[1] + 1, dtype=np.int64)
     floor = act.copy()
@@ -917,8 +934,8 @@ def _op_floors(graph: ComputeGraph, acc: int) -> tuple[np.ndarray, np.ndarray]:
         chans = _in_sliceable(op)
         if chans:
             x = op.inputs[0]
-            alt = (acc * least[op.id] * deps.row_elems_of[op.id]
-                   + _read_by(graph, op.id, x, least[op.id], tiles)
+            alt = (acc * most[op.id] * deps.row_elems_of[op.id]
+                   + _read_by(graph, op.id, x, most[op.id], tiles)
                    * (deps.row_elems_of[x] // chans)
                    + (deps.row_elems_of[x] if deps.height_of[x] > 1 else 0))
             np.minimum(floor[op.id], alt, out=floor[op.id])
@@ -964,50 +981,56 @@ def _in_sliceable(op: Op) -> int:
 
 @lru_cache(maxsize=8)
 def _op_activations(graph: ComputeGraph) -> np.ndarray:
-    """a[o, T-1] = a_T(o): the fewest activation elements every tile of T tiles holds at o's
-    position, in any group holding o (T = 1 .. the tallest tensor of the graph): m_T(o) rows
-    of o's tensor plus win(m_T(o)) rows of each distinct input (a useful global pooling:
-    floor(h/T) of its input), where m_T(o) (`_least_rows_any`) bounds the rows of o any tile
-    needs in any group. Non-increasing in T."""
+    """a[o, T-1] = a_T(o): the fewest activation elements some tile of T tiles holds at o's
+    position, in any group holding o (T = 1 .. the tallest tensor of the graph): M_T(o) rows
+    of o's tensor plus win(M_T(o)) rows of each distinct input (a useful global pooling: the
+    largest band, ceil(h/T), of its input), where M_T(o) (`_most_rows_any`) bounds the rows
+    of o some tile needs in any group: the tile that needs them holds all of these at o's
+    position. Non-increasing in T."""
     deps = row_deps(graph)
-    least = _least_rows_any(graph)
-    tiles = np.arange(1, least.shape[1] + 1, dtype=np.int64)
-    act = least * np.array([deps.row_elems_of[op.id] for op in graph], dtype=np.int64)[:, None]
+    most = _most_rows_any(graph)
+    tiles = np.arange(1, most.shape[1] + 1, dtype=np.int64)
+    act = most * np.array([deps.row_elems_of[op.id] for op in graph], dtype=np.int64)[:, None]
     for op in graph:
         for ref in dict.fromkeys(op.inputs):  # each distinct input once
-            act[op.id] += _read_by(graph, op.id, ref, least[op.id], tiles) * deps.row_elems_of[ref]
+            act[op.id] += _read_by(graph, op.id, ref, most[op.id], tiles) * deps.row_elems_of[ref]
     return act
 
 
 @lru_cache(maxsize=8)
-def _least_rows_any(graph: ComputeGraph) -> np.ndarray:
-    """m[o, T-1] <= the rows of o's tensor that every tile of T tiles needs, in every BRR group
-    holding o: ``floor(H/T)`` where o's tensor leaves the group, which it always does for a
-    network output; else every reader c of it is in the group (a tensor leaves when one of
-    its readers is outside), each needing m_T(c) rows at least, so ``max over readers c of
-    win_c(m_T(c))``; the smaller of the two (0 for an op nobody reads)."""
+def _most_rows_any(graph: ComputeGraph) -> np.ndarray:
+    """M[o, T-1] <= the rows of o's tensor that some tile of T tiles needs, in every BRR group
+    holding o: ``ceil(H/T)``, the largest band, where o's tensor leaves the group (which it
+    always does for a network output); else every reader c of it is in the group (a tensor
+    leaves when one of its readers is outside), and the tile that needs M_T(c) rows of c
+    needs at least ``win_c(M_T(c))`` of o (a useful global pooling: the largest band of its
+    input), so the largest of these over the readers; the smaller of the two (0 for an op
+    nobody reads). At least the rows every tile needs (the least band, floor(H/T)), and far
+    more where one reader needs few rows of a tensor: after a class-token slice of one row,
+    or a 1-row network output, no tile but one needs anything, yet that one needs it all."""
     deps = row_deps(graph)
     tallest = max([*deps.height_of.values(), 1])
     tiles = np.arange(1, tallest + 1, dtype=np.int64)
-    least = np.zeros((len(graph), tallest), dtype=np.int64)
+    most = np.zeros((len(graph), tallest), dtype=np.int64)
     for op in reversed(list(graph)):
-        own = deps.height_of[op.id] // tiles
+        own = -(-deps.height_of[op.id] // tiles)
         readers = list(graph.successors(op.id))
         if op.id in graph.output_set or not readers:
-            least[op.id] = own if op.id in graph.output_set else 0
+            most[op.id] = own if op.id in graph.output_set else 0
             continue
         row = np.zeros_like(own)
         for c in readers:
-            row = np.maximum(row, _read_by(graph, c, op.id, least[c], tiles))
-        least[op.id] = np.minimum(own, row)
-    return least
+            row = np.maximum(row, _read_by(graph, c, op.id, most[c], tiles))
+        most[op.id] = np.minimum(own, row)
+    return most
 
 
 def _read_by(graph: ComputeGraph, c: int, ref: int, rows: np.ndarray,
              tiles: np.ndarray) -> np.ndarray:
-    """The fewest rows of tensor `ref` a tile needing `rows` rows of op `c` reads from it."""
+    """The fewest rows of tensor `ref` a tile needing `rows` rows of op `c` reads from it (a
+    useful global pooling: the largest band of its input, which some tile reads)."""
     if graph[c].kind is OpKind.GLOBAL_POOL:
-        return row_deps(graph).height_of[ref] // tiles * (c in _useful(graph))
+        return -(-row_deps(graph).height_of[ref] // tiles) * (c in _useful(graph))
     reads = [_least_window(graph, c, slot)[rows]
              for slot, r in enumerate(graph[c].inputs) if r == ref]
     return reads[0] if len(reads) == 1 else np.max(reads, axis=0)  # one slot: the usual case

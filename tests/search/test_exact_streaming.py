@@ -5,15 +5,15 @@ search; zoo-independent but for the row floor check on transformers).
 * phi(o) (`streaming_floors`): every BRR group that runs pays at least its compulsory traffic
   plus the sum of its ops' phi, so the heuristic with phi added stays consistent and the lazy
   search still returns the brute-force optimum;
-* m_T(o) (`simulator.cost.brr._least_rows_any`) takes the largest need of o's readers: a
-  tensor that does not leave its group has every reader in it;
+* M_T(o) (`simulator.cost.brr._most_rows_any`), the rows some tile needs, takes the largest
+  need of o's readers (a tensor that does not leave its group has every reader in it) and the
+  largest band where o's tensor leaves;
 * a set the eager enumeration found and the lazy search grows again counts once against
   ``max_sets``.
 """
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -23,7 +23,7 @@ from search.exact.candidates import _Growth, costed_candidates
 from search.exact.lazy import _Search, streaming_floors
 from search.exact.solver import ExactCaps, _Budget
 from simulator.cost import CostCache
-from simulator.cost.brr import _Layout, _least_rows, _least_rows_any, incompatibility
+from simulator.cost.brr import _most_rows_any, incompatibility, tile_regions
 from simulator.cost.rows import row_deps
 from simulator.hw import load_hw
 from simulator.workload.graph import ComputeGraph
@@ -108,19 +108,20 @@ def test_streaming_floors_are_zero_without_weight_streaming(hw):
 @given(model=st.sampled_from(("bert_base", "deit_s")), at=st.integers(0, 10_000),
        steps=st.lists(st.integers(0, 50), min_size=0, max_size=25), t=st.integers(1, 200))
 def test_any_group_row_floors_over_every_reader_hold_in_transformers(model, at, steps, t):
-    """m_T(o), now the largest need over o's readers, never exceeds the rows the group's own
-    floors (`_least_rows`, proven against the tile regions in test_exact_brr_bounds) need, on
-    random convex groups of transformers (many readers per tensor: Q, K, V, the residual)."""
+    """M_T(o), the rows some tile needs (the largest need over o's readers, the largest band
+    where o's tensor leaves), never exceeds the rows the most demanding tile of the cost
+    model's own regions needs, on random convex groups of transformers (many readers per
+    tensor: Q, K, V, the residual; the class-token slice of one row, after which every tile
+    but one needs nothing)."""
     graph = load_zoo(model)
     ops = _grown_convex(graph, at % len(graph), steps)
     if incompatibility(graph, ops):
         return
-    layout = _Layout(graph, ops, row_deps(graph))
-    tiles = min(t, int(layout.heights.max()))
-    least = _least_rows(graph, layout, np.array([tiles]))[:, 0]
-    anyg = _least_rows_any(graph)[:, tiles - 1]
+    tiles = min(t, max(row_deps(graph).height_of[o] for o in ops))
+    regions = tile_regions(graph, ops, tiles)
+    most = _most_rows_any(graph)[:, tiles - 1]
     for o in ops:
-        assert least[layout.index[o]] >= anyg[o], (o, tiles)
+        assert regions.rows(o).max() >= most[o], (o, tiles)
 
 
 def test_the_set_cap_counts_a_set_both_searches_hold_once(hw):
