@@ -60,7 +60,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from simulator.cost import CostCache
-from simulator.cost.brr import dram_lower_bound, fit_floors, incompatibility
+from simulator.cost.brr import dram_lower_bound, fit_floors, incompatibility, whole_tensor_rule
 from simulator.cost.rows import row_deps
 from simulator.cost.types import roofline
 from simulator.scheme import Scheme
@@ -381,6 +381,9 @@ class _Growth:
         self.floor_tiles = list(floors.tiles) if floors else [1] * len(graph)
         self.floor_res = list(floors.resident_elems) if floors else [0] * len(graph)
         self.floor_stream = list(floors.streamed_elems) if floors else [0] * len(graph)
+        # BRR: m -> the ops no fitting group holds with m (`whole_tensor_rule`)
+        self.whole = whole_tensor_rule(graph, self.hw) if floors else {}
+        self.whole_from = sum(1 << m for m in self.whole)
         self.seen: set[int] = set()
         self.pruned = 0
         self.start = time.perf_counter()
@@ -491,9 +494,15 @@ class _Growth:
     def _prunes(self, member: Scheme, mask: int, weight_bytes: int) -> bool:
         if member.holds_weights:  # F_beta >= weights (+ a tensor held whole)
             return self._over_weights(mask, weight_bytes)
-        if member.tiled and mask & self.whole_mask:
-            return bool(incompatibility(self.graph, bits(mask)))
+        if member.tiled:
+            return self._whole_tensors(mask) or (
+                bool(mask & self.whole_mask) and bool(incompatibility(self.graph, bits(mask))))
         return False
+
+    def _whole_tensors(self, mask: int) -> bool:
+        """BRR: the set holds an op m and an op whose whole tensor some tile would need next to
+        m, more than the buffer holds (`simulator.cost.brr.whole_tensor_rule`)."""
+        return any(mask & self.whole[m] for m in bits(mask & self.whole_from))
 
     def _over_weights(self, mask: int, weight_bytes: int) -> bool:
         """A dataflow holding every weight cannot run the set: its weights (with a tensor a

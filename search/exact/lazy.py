@@ -351,6 +351,8 @@ class _Search:
                     return held * self.d > g.hw.activation_capacity
                 return (weights + held) * self.d > g.hw.buffer_bytes
             return False
+        if g.scheme.tiled and g._whole_tensors(mask):  # no group that fits holds them
+            return True
         return self._dead(mask, weights, max(g.floor_tiles[o] for o in ops),
                           max(g.floor_res[o] for o in ops))
 

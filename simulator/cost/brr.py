@@ -48,7 +48,7 @@ if TYPE_CHECKING:
 __all__ = ["ACCUMULATOR_BYTES", "FitFloors", "OpWeights", "TileCost", "TileRegions",
            "accumulator_elems", "channels", "chosen_tiling", "dram_lower_bound", "fit_floors",
            "group_cost", "incompatibility", "position_needs", "slice_elems", "slice_bounds",
-           "tile_cost", "tile_regions"]
+           "tile_cost", "tile_regions", "whole_tensor_rule"]
 
 _k = LazyModule("simulator.cost._brr_kernels")  # numba imported on first use
 
@@ -942,6 +942,81 @@ def _op_floors(graph: ComputeGraph, acc: int) -> tuple[np.ndarray, np.ndarray]:
             np.minimum(need[op.id], alt + slice_elems(op.weight_reads, chans, 0, 1),
                        out=need[op.id])
     return floor, need
+
+
+def whole_tensor_rule(graph: ComputeGraph, hw: HardwareConfig) -> dict[int, int]:
+    """Pairs of ops no BRR group that fits holds together: {m: bitmask of the ops o} (docs/
+    exact.md, "The whole-tensor rule").
+
+    m reads an input p whole for each of its rows (a matrix product's second operand: one
+    row of m needs every row of p) and is useful, so some tile needs a row of m and with it
+    every row of p (Lemma 0); o reaches p along ops each of which reads every row of its input
+    to produce every row of its own (not a global pooling, which folds its input band by
+    band), so that tile needs every row of o; and o's floor with every row of its tensor
+    (`_whole_floors`: its whole tensor, the inputs' rows all of it reads and a slice of its
+    weights; with split buffers, its activations alone against the activation buffer) exceeds
+    the buffer. In a convex group holding o and m the path o -> p -> m lies in the group, so no
+    convex superset of {o, m} fits: the exact solver prunes such sets with their supersets.
+    """
+    deps = row_deps(graph)
+    act, need = _whole_floors(graph, accumulator_elems(hw.dtype_bytes))
+    big = need > hw.buffer_bytes // hw.dtype_bytes
+    if hw.is_split:
+        big |= act > hw.activation_capacity // hw.dtype_bytes
+    if not big.any():
+        return {}
+    useful = _useful(graph)
+    rule: dict[int, int] = {}
+    for m in graph:
+        if m.id not in useful or m.kind is OpKind.GLOBAL_POOL:
+            continue
+        for slot, p in enumerate(m.inputs):
+            if p < 0 or _least_window(graph, m.id, slot)[1] < deps.height_of[p]:
+                continue
+            reach, stack = {p}, [p]
+            while stack:  # the ops whose every row the whole of p needs
+                c = stack.pop()
+                if graph[c].kind is OpKind.GLOBAL_POOL:
+                    continue
+                for k, o in enumerate(graph[c].inputs):
+                    if o >= 0 and o not in reach and _least_window(
+                            graph, c, k)[deps.height_of[c]] >= deps.height_of[o]:
+                        reach.add(o)
+                        stack.append(o)
+            mask = sum(1 << o for o in reach if big[o])
+            if mask:
+                rule[m.id] = rule.get(m.id, 0) | mask
+    return rule
+
+
+@lru_cache(maxsize=8)
+def _whole_floors(graph: ComputeGraph, acc: int) -> tuple[np.ndarray, np.ndarray]:
+    """(act, need)[o]: `_op_floors` of o for a tile that needs every row of o's tensor: the
+    whole tensor and the rows of each input all of it reads (input-sliced: partial sums, one
+    channel of the input region and its row in flight), with one slice of its weights."""
+    deps = row_deps(graph)
+    act = np.zeros(len(graph), dtype=np.int64)
+    need = np.zeros(len(graph), dtype=np.int64)
+    for op in graph:
+        h, row = deps.height_of[op.id], deps.row_elems_of[op.id]
+        reads = {}
+        for slot, ref in enumerate(op.inputs):
+            rows = (0 if op.kind is OpKind.GLOBAL_POOL  # folds its input in band by band
+                    else int(_least_window(graph, op.id, slot)[h]))
+            reads[ref] = max(reads.get(ref, 0), rows)
+        whole = h * row + sum(r * deps.row_elems_of[ref] for ref, r in reads.items())
+        act[op.id] = need[op.id] = whole
+        if not op.weight_reads:
+            continue
+        need[op.id] += slice_elems(op.weight_reads, channels(op.output_shape), 0, 1)
+        chans = _in_sliceable(op)
+        if chans:
+            x = op.inputs[0]
+            alt = (acc * h * row + reads[x] * (deps.row_elems_of[x] // chans)
+                   + (deps.row_elems_of[x] if deps.height_of[x] > 1 else 0))
+            act[op.id] = min(whole, alt)
+            need[op.id] = min(need[op.id], alt + slice_elems(op.weight_reads, chans, 0, 1))
+    return act, need
 
 
 @lru_cache(maxsize=8)
