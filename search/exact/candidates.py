@@ -60,7 +60,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from simulator.cost import CostCache
-from simulator.cost.brr import dram_lower_bound, fit_floors, incompatibility, whole_tensor_rule
+from simulator.cost.brr import (
+    dram_lower_bound,
+    fit_floors,
+    incompatibility,
+    one_tile_floor,
+    whole_tensor_rule,
+)
 from simulator.cost.rows import row_deps
 from simulator.cost.types import roofline
 from simulator.scheme import Scheme
@@ -351,7 +357,10 @@ class _Growth:
     """One enumeration run (the mutable bookkeeping behind `enumerate_space`)."""
 
     def __init__(self, graph: ComputeGraph, cache: CostCache, max_sets: int | None,
-                 time_limit: float | None) -> None:
+                 time_limit: float | None, one_tile: bool = False) -> None:
+        """`one_tile`: raise a BRR set's tile floor to two where it cannot run in one tile
+        (`_over_one_tile`); the lazy search's growth asks it (its incumbent bound prunes with
+        it), the enumeration does not (there it would only order the costing)."""
         self.graph, self.cache, self.hw = graph, cache, cache.hw
         self.scheme = Scheme.parse(cache.scheme)
         self.unfusable_mask = sum(1 << o for o in cache.unfusable)
@@ -384,6 +393,8 @@ class _Growth:
         # BRR: m -> the ops no fitting group holds with m (`whole_tensor_rule`)
         self.whole = whole_tensor_rule(graph, self.hw) if floors else {}
         self.whole_from = sum(1 << m for m in self.whole)
+        self.one_tile: dict[int, bool] = {}  # set -> it cannot run in one tile (BRR)
+        self.tiled = floors is not None and one_tile
         self.seen: set[int] = set()
         self.pruned = 0
         self.start = time.perf_counter()
@@ -444,11 +455,30 @@ class _Growth:
         for o in (*bits(leaving), *added):
             if is_output[o] or succ[o] & ~grown:
                 left |= 1 << o
+        tiles = max(tiles, *(self.floor_tiles[o] for o in added))
+        res = max(res, *(self.floor_res[o] for o in added))
+        if tiles == 1 and self._over_one_tile(grown, w2, res):
+            tiles = 2
         return (grown, d2, a2, nbr | _union(c.nbr, added), pred | _union(c.pred, added),
                 left, netin | _union(self.netin, added), w2,
-                macs + sum(self.macs[o] for o in added),
-                max(tiles, *(self.floor_tiles[o] for o in added)),
-                max(res, *(self.floor_res[o] for o in added)))
+                macs + sum(self.macs[o] for o in added), tiles, res)
+
+    def _over_one_tile(self, mask: int, weights: int, res: int) -> bool:
+        """BRR: the set cannot run in one tile (`simulator.cost.brr.one_tile_floor` over the
+        buffer), so neither can any set grown from it: every group holding it runs at two
+        tiles or more. Asked only where it raises a bound: the set's weights are streamed
+        (exceed what the buffer leaves next to the least activations)."""
+        if not self.tiled:
+            return False
+        d = self.hw.dtype_bytes
+        if weights + res <= self.hw.buffer_bytes // d and not (
+                self.hw.is_split and weights * d > self.hw.weight_capacity):
+            return False
+        hit = self.one_tile.get(mask)
+        if hit is None:
+            hit = self.one_tile[mask] = (one_tile_floor(self.graph, bits(mask), ordered=True)
+                                         > self.hw.buffer_bytes // d)
+        return hit
 
     def _record(self, e: _Entry) -> None:
         mask, pred = e[0], e[4]

@@ -281,7 +281,7 @@ class _Search:
     store: _SetStore = field(default_factory=_SetStore)
 
     def __post_init__(self) -> None:
-        g = self.growth = _Growth(self.graph, self.cache, None, None)
+        g = self.growth = _Growth(self.graph, self.cache, None, None, one_tile=True)
         self.n = len(self.graph)
         self.full = (1 << self.n) - 1
         self.d = g.hw.dtype_bytes

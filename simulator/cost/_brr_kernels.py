@@ -296,6 +296,59 @@ def bands(nodes, n_ent, leaving, counts, n_in, in_ptr, in_node, tab_off, tab_len
 
 
 @njit(cache=True)
+def one_tile(ops, n_in, in_ptr, in_node, succ_ptr, succ, pool, row_elems, most, read1):
+    """`simulator.cost.brr.one_tile_floor` of the group `ops` (ascending op ids): the largest,
+    over op positions, of the rows the one tile needs of every tensor live there (``most``
+    per op; an entering tensor: the most ``read1``, per input slot, its readers read) times
+    the tensor's row elements; lifetimes as `layout` (a global pooling's sum: throughout)."""
+    n_ops = ops.shape[0]
+    total = row_elems.shape[0]
+    pos = np.full(total, -1, np.int64)
+    for p in range(n_ops):
+        pos[ops[p] + n_in] = p
+    first = np.full(total, -1, np.int64)
+    last = np.full(total, -1, np.int64)
+    rows = np.zeros(total, np.int64)
+    diff = np.zeros(n_ops + 1, np.int64)
+    for p in range(n_ops):
+        o = ops[p]
+        for q in range(in_ptr[o], in_ptr[o + 1]):
+            u = in_node[q]
+            if pos[u] < 0:
+                if first[u] < 0:
+                    first[u] = p
+                last[u] = p
+                if read1[q] > rows[u]:
+                    rows[u] = read1[q]
+    for u in range(total):
+        if first[u] >= 0:
+            s = rows[u] * row_elems[u]
+            diff[first[u]] += s
+            diff[last[u] + 1] -= s
+    for p in range(n_ops):
+        o = ops[p]
+        b = p
+        d = p
+        for q in range(succ_ptr[o], succ_ptr[o + 1]):
+            c = pos[succ[q] + n_in]
+            if c > d:
+                d = c
+        if pool[o] == 1:
+            b = 0
+            d = n_ops - 1
+        s = most[o] * row_elems[o + n_in]
+        diff[b] += s
+        diff[d + 1] -= s
+    best = 0
+    acc = 0
+    for p in range(n_ops):
+        acc += diff[p]
+        if acc > best:
+            best = acc
+    return best
+
+
+@njit(cache=True)
 def live(rows, row_elems_k, born, dies, positions):
     """Live activation elements at each op position (rows) in each tile (columns): the tile's
     rows of every tensor whose lifetime covers the position (`simulator.cost.brr._live`)."""

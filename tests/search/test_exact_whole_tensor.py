@@ -21,6 +21,8 @@ from simulator.cost.brr import (
     _whole_floors,
     accumulator_elems,
     group_cost,
+    incompatibility,
+    one_tile_floor,
     tile_regions,
     whole_tensor_rule,
 )
@@ -102,3 +104,36 @@ def test_the_rule_prunes_sets_and_keeps_the_optimum():
         _Growth.__init__ = no_rule
     assert with_rule.optimal and without.optimal
     assert (with_rule.dram_bytes, with_rule.cycles) == (without.dram_bytes, without.cycles)
+
+
+_ONE_TILE_ZOO = ("resnet18", "mobilenet_v2", "squeezenet1_0")
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(model=st.sampled_from(sorted(_MODELS) + list(_ONE_TILE_ZOO)), at=st.integers(0, 10_000),
+       steps=st.lists(st.integers(0, 50), min_size=1, max_size=30),
+       more=st.lists(st.integers(0, 50), min_size=1, max_size=10),
+       buffer=st.sampled_from((16_384, 65_536, 262_144)))
+def test_one_tile_floor_holds_and_only_grows(model, at, steps, more, buffer):
+    """docs/exact.md, "One tile": on random convex groups (and a superset grown from each),
+    the one-tile floor is at most the live activations the cost model's single tile holds at
+    its busiest position, a group over it runs at two tiles or more if it fits at all, and a
+    superset's floor is at least the set's."""
+    graph = _MODELS.get(model) or load_zoo(model)
+    ops = _grown_convex(graph, at % len(graph), steps)
+    if incompatibility(graph, ops):
+        return
+    floor = one_tile_floor(graph, ops)
+    assert floor <= int(tile_regions(graph, ops, 1).live_elems()[:, 0].max())
+    cost = group_cost(graph, ops, _hw(buffer))
+    if cost.fits and floor * cost_dtype(buffer) > buffer:
+        assert cost.tiles >= 2
+    bigger = _grown_convex(graph, at % len(graph), [*steps, *more])  # grows `ops` on
+    assert set(ops) <= set(bigger)
+    if not incompatibility(graph, bigger):
+        assert one_tile_floor(graph, bigger) >= floor
+
+
+def cost_dtype(buffer: int) -> int:
+    """Bytes per element of the edge-npu preset."""
+    return _hw(buffer).dtype_bytes
