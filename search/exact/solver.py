@@ -627,8 +627,11 @@ def _solve_lazy(graph: ComputeGraph, cache: CostCache, space: CandidateSpace, *,
         # the best plan over every set either search found (never worse than before it)
         found = _merge(graph, cache, space, out.store)
         left = None if time_limit is None else max(1e-9, time_limit - (time.perf_counter() - t))
+        # its listing counts against the same state cap as the searches before it
+        states_left = None if caps.max_states is None else max(
+            1, caps.max_states - listed - out.listed)
         salvage = _solve_eager(graph, cache, found, max_costed=caps.max_costed,
-                               time_limit=left, max_states=caps.max_states,
+                               time_limit=left, max_states=states_left,
                                incumbents=incumbents, member_caps=caps)
         tail = salvage.cap_reason.lstrip("; ")
         reason = "; ".join(r for r in (why, f"lazy search: {out.reason}",

@@ -231,14 +231,21 @@ def _check_consistent(graph, cache: CostCache) -> None:
 
 def test_lazy_caps_give_a_valid_reproducible_answer(hw):
     """Each work cap stops the lazy search with a valid plan no worse than the baselines, not
-    claimed optimal, the same on every run."""
+    claimed optimal, the same on every run. (The set cap comes with a state cap: the best plan
+    over the sets found lists its down-sets within what is left of it, where eight branches
+    of four ops have 5^8 of them.)"""
     graph = _branches(8, 4)
     answers = []
-    for caps in (ExactCaps(max_sets=200), ExactCaps(max_states=300), ExactCaps(max_costed=20)):
+    for caps in (ExactCaps(max_sets=200, max_states=20_000), ExactCaps(max_states=300),
+                 ExactCaps(max_costed=20)):
         for _ in range(2):
             cache = CostCache(graph, hw(6_000), "lbdf")
             res = _lazy(graph, cache, caps=caps)
             assert not res.optimal and res.reproducible and res.cap_reason
+            if caps.max_sets:  # the set cap stops the search, the rest of the state cap the
+                # listing over the sets found
+                assert res.cap_reason.startswith("lazy search: set cap (200 ")
+                assert "state cap (8,505 down-sets listed)" in res.cap_reason
             assert res.dram_bytes <= min(i.dram_bytes for i in baseline_incumbents(graph, cache))
             answers.append((caps, res.plan, res.dram_bytes, res.cap_reason))
     assert answers[0::2] == answers[1::2]
