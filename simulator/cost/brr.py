@@ -923,8 +923,20 @@ def _op_floors(graph: ComputeGraph, acc: int) -> tuple[np.ndarray, np.ndarray]:
     """
     act = _op_activations(graph)
     most = _most_rows_any(graph)
-    deps = row_deps(graph)
     tiles = np.arange(1, act.shape[1] + 1, dtype=np.int64)
+    return _with_slices(graph, acc, most, act,
+                        lambda op, x: _read_by(graph, op.id, x, most[op.id], tiles))
+
+
+def _with_slices(graph: ComputeGraph, acc: int, rows: np.ndarray, act: np.ndarray,
+                 read: Callable[[Op, int], np.ndarray | int]) -> tuple[np.ndarray, np.ndarray]:
+    """(act, need) from the whole-input activation floors `act` of each op at `rows` rows of
+    its own (per op, per column): need adds one output channel's slice of its weights; an op
+    that can run input-sliced may instead hold its output as partial sums (`acc` elements
+    each), one channel of its input's `read(op, input)` rows, the input's row in flight and
+    one input channel's slice of weights, whichever is less (docs/exact.md, Lemmas 3 and 4).
+    """
+    deps = row_deps(graph)
     floor = act.copy()
     need = act.copy()
     for op in graph:
@@ -934,9 +946,8 @@ def _op_floors(graph: ComputeGraph, acc: int) -> tuple[np.ndarray, np.ndarray]:
         chans = _in_sliceable(op)
         if chans:
             x = op.inputs[0]
-            alt = (acc * most[op.id] * deps.row_elems_of[op.id]
-                   + _read_by(graph, op.id, x, most[op.id], tiles)
-                   * (deps.row_elems_of[x] // chans)
+            alt = (acc * rows[op.id] * deps.row_elems_of[op.id]
+                   + read(op, x) * (deps.row_elems_of[x] // chans)
                    + (deps.row_elems_of[x] if deps.height_of[x] > 1 else 0))
             np.minimum(floor[op.id], alt, out=floor[op.id])
             np.minimum(need[op.id], alt + slice_elems(op.weight_reads, chans, 0, 1),
@@ -1025,28 +1036,21 @@ def _whole_floors(graph: ComputeGraph, acc: int) -> tuple[np.ndarray, np.ndarray
     whole tensor and the rows of each input all of it reads (input-sliced: partial sums, one
     channel of the input region and its row in flight), with one slice of its weights."""
     deps = row_deps(graph)
-    act = np.zeros(len(graph), dtype=np.int64)
-    need = np.zeros(len(graph), dtype=np.int64)
+    rows = np.array([deps.height_of[op.id] for op in graph], dtype=np.int64)
+    reads: list[dict[int, int]] = []
     for op in graph:
-        h, row = deps.height_of[op.id], deps.row_elems_of[op.id]
-        reads = {}
+        r: dict[int, int] = {}
         for slot, ref in enumerate(op.inputs):
-            rows = (0 if op.kind is OpKind.GLOBAL_POOL  # folds its input in band by band
-                    else int(_least_window(graph, op.id, slot)[h]))
-            reads[ref] = max(reads.get(ref, 0), rows)
-        whole = h * row + sum(r * deps.row_elems_of[ref] for ref, r in reads.items())
-        act[op.id] = need[op.id] = whole
-        if not op.weight_reads:
-            continue
-        need[op.id] += slice_elems(op.weight_reads, channels(op.output_shape), 0, 1)
-        chans = _in_sliceable(op)
-        if chans:
-            x = op.inputs[0]
-            alt = (acc * h * row + reads[x] * (deps.row_elems_of[x] // chans)
-                   + (deps.row_elems_of[x] if deps.height_of[x] > 1 else 0))
-            act[op.id] = min(whole, alt)
-            need[op.id] = min(need[op.id], alt + slice_elems(op.weight_reads, chans, 0, 1))
-    return act, need
+            got = (0 if op.kind is OpKind.GLOBAL_POOL  # folds its input in band by band
+                   else int(_least_window(graph, op.id, slot)[rows[op.id]]))
+            r[ref] = max(r.get(ref, 0), got)
+        reads.append(r)
+    act = np.array([rows[op.id] * deps.row_elems_of[op.id]
+                    + sum(n * deps.row_elems_of[ref] for ref, n in reads[op.id].items())
+                    for op in graph], dtype=np.int64)
+    act, need = _with_slices(graph, acc, rows[:, None], act[:, None],
+                             lambda op, x: reads[op.id][x])
+    return act[:, 0], need[:, 0]
 
 
 @lru_cache(maxsize=8)
