@@ -205,14 +205,26 @@ def lbdf_buffer_bound(graph: ComputeGraph, ops: Iterable[int], dtype_bytes: int,
     return (sum(graph[o].weight_reads for o in bits(mask)) + held) * dtype_bytes
 
 
+_BYTE_BITS = tuple(tuple(i for i in range(8) if b >> i & 1) for b in range(256))
+
+
 def bits(mask: int) -> tuple[int, ...]:
-    """The set bits of `mask`, ascending (the op ids of a group mask)."""
-    out = []
-    while mask:
-        low = mask & -mask
-        out.append(low.bit_length() - 1)
-        mask ^= low
-    return tuple(out)
+    """The set bits of `mask`, ascending (the op ids of a group mask): bit by bit for a few
+    bits, else byte by byte from the lowest set bit (2-3x faster on the groups of a few dozen
+    ops the exact solver grows)."""
+    if mask.bit_count() <= 12:
+        out = []
+        while mask:
+            low = mask & -mask
+            out.append(low.bit_length() - 1)
+            mask ^= low
+        return tuple(out)
+    low = (mask & -mask).bit_length() - 1
+    mask >>= low
+    n = (mask.bit_length() + 7) // 8
+    return tuple(base + i for base, byte in zip(range(low, low + 8 * n, 8),
+                                                mask.to_bytes(n, "little"), strict=True)
+                 if byte for i in _BYTE_BITS[byte])
 
 
 def evaluate_set(cache: CostCache, space: CandidateSpace, k: int,

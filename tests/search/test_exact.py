@@ -504,3 +504,10 @@ def test_a_capped_solve_whose_bound_reaches_the_answer_is_proven(hw):
             assert "proven optimal all the same" in res.cap_reason
             proven.append(cap)
     assert proven
+
+
+@settings(max_examples=300, deadline=None)
+@given(ids=st.sets(st.integers(0, 400), max_size=120))
+def test_bits_lists_the_set_bits_ascending(ids):
+    """`bits` (bit by bit for a few bits, byte by byte for more) gives the op ids of a mask."""
+    assert bits(sum(1 << i for i in ids)) == tuple(sorted(ids))
