@@ -296,11 +296,14 @@ def bands(nodes, n_ent, leaving, counts, n_in, in_ptr, in_node, tab_off, tab_len
 
 
 @njit(cache=True)
-def one_tile(ops, n_in, in_ptr, in_node, succ_ptr, succ, pool, row_elems, most, read1):
+def one_tile(ops, n_in, in_ptr, in_node, succ_ptr, succ, pool, row_elems, most, read1,
+             sliced_in):
     """`simulator.cost.brr.one_tile_floor` of the group `ops` (ascending op ids): the largest,
     over op positions, of the rows the one tile needs of every tensor live there (``most``
     per op; an entering tensor: the most ``read1``, per input slot, its readers read) times
-    the tensor's row elements; lifetimes as `layout` (a global pooling's sum: throughout)."""
+    the tensor's row elements; lifetimes as `layout` (a global pooling's sum: throughout). An
+    entering tensor read by one op alone that may run input-sliced (``sliced_in``: the node of
+    an op's input where it can, else -1) counts nothing: that op may hold one channel of it."""
     n_ops = ops.shape[0]
     total = row_elems.shape[0]
     pos = np.full(total, -1, np.int64)
@@ -321,7 +324,7 @@ def one_tile(ops, n_in, in_ptr, in_node, succ_ptr, succ, pool, row_elems, most, 
                 if read1[q] > rows[u]:
                     rows[u] = read1[q]
     for u in range(total):
-        if first[u] >= 0:
+        if first[u] >= 0 and not (first[u] == last[u] and sliced_in[ops[first[u]]] == u):
             s = rows[u] * row_elems[u]
             diff[first[u]] += s
             diff[last[u] + 1] -= s

@@ -1004,30 +1004,35 @@ def one_tile_floor(graph: ComputeGraph, ops: Sequence[int], ordered: bool = Fals
     """The fewest activation elements a BRR group of `ops` run in one tile (T = 1) holds at its
     busiest op position (docs/exact.md, "One tile"): the sum, over the tensors whose lifetimes
     cover the position, of the rows the tile needs at least (M_1 of each op, `_most_rows_any`;
-    of each entering tensor, the most its readers in the group read) times their row elements.
-    One tile needs all of them at once, so a group whose floor exceeds the buffer does not fit
-    at T = 1, nor does any convex superset: its tensors, their lifetimes and the rows of its
-    entering tensors only grow with the set (compiled: `_k.one_tile`). `ordered`: `ops` are
-    ascending already."""
+    of each entering tensor, the most its readers in the group read, but nothing for one read by
+    a single op that may run input-sliced, which may hold one channel of it) times their row
+    elements. One tile needs all of them at once, so a group whose floor exceeds the buffer
+    does not fit at T = 1, nor does any convex superset: its tensors, their lifetimes and the
+    rows of its entering tensors only grow with the set (compiled: `_k.one_tile`). `ordered`:
+    `ops` are ascending already."""
     if not len(ops):
         return 0
     t = _k.graph_tables(graph)
-    most, read1 = _one_tile_rows(graph)
+    most, read1, sliced_in = _one_tile_rows(graph)
     ops = np.array(ops if ordered else sorted(ops), dtype=np.int64)
-    return int(_k.one_tile(ops, t.n_in, t.in_ptr, t.in_node,
-                           t.succ_ptr, t.succ, t.pool, t.row_elems, most, read1))
+    return int(_k.one_tile(ops, t.n_in, t.in_ptr, t.in_node, t.succ_ptr, t.succ, t.pool,
+                           t.row_elems, most, read1, sliced_in))
 
 
 @lru_cache(maxsize=8)
-def _one_tile_rows(graph: ComputeGraph) -> tuple[np.ndarray, np.ndarray]:
-    """M_1 of every op (the rows the one tile of T = 1 needs at least, in any group) and, per
+def _one_tile_rows(graph: ComputeGraph) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """M_1 of every op (the rows the one tile of T = 1 needs at least, in any group); per
     input slot (the kernels' ``in_node`` order), the rows of that input its op reads for M_1
-    rows of its own."""
+    rows of its own; per op, the node of its input where it may run input-sliced (Lemma 3:
+    then it holds one channel of that input, if the input enters the group and no other op of
+    it reads it), else -1."""
     most = _most_rows_any(graph)[:, 0].copy()
     one = np.ones(1, dtype=np.int64)
     read1 = [int(_read_by(graph, op.id, ref, most[op.id:op.id + 1], one)[0])
              for op in graph for ref in op.inputs]
-    return most, np.array(read1, dtype=np.int64)
+    n_in = len(graph.input_shapes)
+    sliced_in = [op.inputs[0] + n_in if _in_sliceable(op) else -1 for op in graph]
+    return most, np.array(read1, dtype=np.int64), np.array(sliced_in, dtype=np.int64)
 
 
 @lru_cache(maxsize=8)

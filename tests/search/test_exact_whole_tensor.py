@@ -10,7 +10,7 @@ never sharing a group.
 
 from __future__ import annotations
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from search.exact import enumerate_space, optimum
@@ -114,11 +114,14 @@ _ONE_TILE_ZOO = ("resnet18", "mobilenet_v2", "squeezenet1_0")
        steps=st.lists(st.integers(0, 50), min_size=1, max_size=30),
        more=st.lists(st.integers(0, 50), min_size=1, max_size=10),
        buffer=st.sampled_from((16_384, 65_536, 262_144)))
+@example(model="squeezenet1_0", at=140, steps=[1], more=[0], buffer=262_144)  # input-sliced
 def test_one_tile_floor_holds_and_only_grows(model, at, steps, more, buffer):
     """docs/exact.md, "One tile": on random convex groups (and a superset grown from each),
     the one-tile floor is at most the live activations the cost model's single tile holds at
-    its busiest position, a group over it runs at two tiles or more if it fits at all, and a
-    superset's floor is at least the set's."""
+    its busiest position, a group over it runs at two tiles or more if it fits at all (the
+    example: a squeeze conv whose input enters and which runs input-sliced in one tile, holding
+    one channel of its input: that input must not count), and a superset's floor is at least
+    the set's."""
     graph = _MODELS.get(model) or load_zoo(model)
     ops = _grown_convex(graph, at % len(graph), steps)
     if incompatibility(graph, ops):
