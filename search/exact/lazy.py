@@ -285,7 +285,10 @@ class _Search:
         self.n = len(self.graph)
         self.full = (1 << self.n) - 1
         self.d = g.hw.dtype_bytes
+        # BRR, or a mixed scheme with a tiled member (which alone may run the sets whose
+        # weights the weight-holding members cannot hold: `_Growth._streams`)
         self.brr = g.scheme.tiled
+        self.mixed = not g.scheme.tiled and any(m.tiled for m in g.members)
         self.pred = list(g.closure.pred)
         self.succ = [bits(m) for m in g.closure.succ]
         self.anc = g.closure.anc
@@ -321,8 +324,10 @@ class _Search:
         h(S) with them, less phi of the set's ops, plus E(mask) (docs/exact.md, "Incumbent
         bound"); E - phi only grows with the set once the excess is positive, so a set ruled
         out here is pruned with its supersets."""
-        if self.upper is None or not self.brr:
+        if self.upper is None or not (self.brr or self.mixed):
             return False
+        if self.mixed and not self.growth._streams(mask, weights * self.d):
+            return False  # a member holding its weights may run it, re-reading nothing
         hw = self.growth.hw
         excess = weights + res - hw.buffer_bytes // self.d
         if hw.is_split:  # resident weights also fit the weight buffer alone
@@ -351,7 +356,9 @@ class _Search:
                     return held * self.d > g.hw.activation_capacity
                 return (weights + held) * self.d > g.hw.buffer_bytes
             return False
-        if g.scheme.tiled and g._whole_tensors(mask):  # no group that fits holds them
+        if self.mixed and not g._streams(mask, weights * self.d):
+            return False  # a member holding its weights may run a group holding them
+        if g._whole_tensors(mask):  # no group that fits holds them (BRR; {} without it)
             return True
         return self._dead(mask, weights, max(g.floor_tiles[o] for o in ops),
                           max(g.floor_res[o] for o in ops))

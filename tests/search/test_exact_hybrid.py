@@ -18,6 +18,7 @@ from simulator.plan import layer_by_layer
 from simulator.scheme import Scheme
 from tests.search.conftest import SMALL_NETS
 from tests.search.test_exact import BUFFERS, _all_plans, small_dags
+from tests.search.test_exact_streaming import wide_dags
 
 
 def _least_by_assignment(graph, cache: CostCache) -> tuple[int, int]:
@@ -69,6 +70,21 @@ def test_hybrid_optimum_equals_brute_force_on_random_dags(graph, buffer):
 @pytest.mark.parametrize("buffer", BUFFERS)
 def test_hybrid_optimum_equals_brute_force_on_paper_graphs(name, buffer, hw):
     _check(SMALL_NETS[name](), hw(buffer))
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(graph=wide_dags(), buffer=st.sampled_from((1_500, 3_000, 6_000)))
+def test_lazy_hybrid_with_its_incumbents_equals_brute_force(graph, buffer):
+    """The lazy search alone, with the baselines and the members' optima as incumbents (so the
+    incumbent bound prunes the sets only a tiled member may run, and pairs of ops no member can
+    group count as never sharing a group), still returns the brute-force optimum, on DAGs of
+    convolutions whose weights exceed the buffer (the bound rules sets out in about a third of
+    them)."""
+    hw = load_hw("edge-npu", {"buffer": buffer})
+    cache = CostCache(graph, hw, "hybrid")
+    res = optimum(graph, cache, search="lazy")
+    assert res.optimal and res.cap_reason == ""
+    assert (res.dram_bytes, res.cycles) == _least_by_assignment(graph, cache)
 
 
 def test_a_group_takes_its_least_dram_member_that_fits(hw):
