@@ -406,7 +406,7 @@ class _Growth:
         self.whole = whole_tensor_rule(graph, self.hw) if floors else {}
         self.whole_from = sum(1 << m for m in self.whole)
         self.one_tile: dict[int, bool] = {}  # set -> it cannot run in one tile (BRR)
-        self.tiled = floors is not None and one_tile
+        self.check_one_tile = floors is not None and one_tile
         self.seen: set[int] = set()
         self.pruned = 0
         self.start = time.perf_counter()
@@ -480,7 +480,7 @@ class _Growth:
         buffer), so neither can any set grown from it: every group holding it runs at two
         tiles or more. Asked only where it raises a bound: the set's weights are streamed
         (exceed what the buffer leaves next to the least activations)."""
-        if not self.tiled:
+        if not self.check_one_tile:
             return False
         d = self.hw.dtype_bytes
         if weights + res <= self.hw.buffer_bytes // d and not (

@@ -60,6 +60,7 @@ from search.exact.candidates import (
     Candidate,
     _Entry,
     _Growth,
+    _sum_over,
     bits,
     evaluate_set,
     fit_bound,
@@ -338,7 +339,7 @@ class _Search:
         extra = excess * (tiles - 1) * self.d
         if comp + extra > self.upper:
             return True
-        return full + extra - sum(self.phi[o] for o in bits(mask)) > self.upper
+        return full + extra - _sum_over(self.phi, mask) > self.upper
 
     def _never(self, mask: int) -> bool:
         """True when no group of two or more ops that may run holds every op of `mask`."""

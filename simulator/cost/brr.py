@@ -905,9 +905,8 @@ def fit_floors(graph: ComputeGraph, hw: HardwareConfig) -> FitFloors:
     if hw.is_split:  # resident weights also fit the weight buffer alone
         over = np.maximum(over, weights - hw.weight_capacity // hw.dtype_bytes)
     extra = over * np.arange(act.shape[1], dtype=np.int64)[None, :]  # x (T - 1)
-    streamed = np.where(fits, extra, np.iinfo(np.int64).max).min(axis=1, initial=
-                                                                   np.iinfo(np.int64).max)
-    streamed = np.where(first > 0, streamed, 0)
+    streamed = np.where(fits, extra, 0).max(axis=1)  # an op that fits nowhere: 0
+    streamed = np.where(fits, extra, streamed[:, None]).min(axis=1)
     return FitFloors(tuple(int(t) for t in first), tuple(int(x) for x in act[:, -1]),
                      tuple(int(x) for x in streamed))
 
