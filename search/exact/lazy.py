@@ -100,8 +100,8 @@ class _SetStore:
 class _Heuristic:
     """A consistent lower bound of the (DRAM, cycles) left to any plan completing a down-set.
 
-    DRAM: over the unplaced ops that are not unfusable (an unfusable op runs alone, layer by
-    layer, and no bound is claimed for it), their weights and network outputs, plus for every
+    DRAM: the exact cost of every unplaced unfusable op (it runs alone, layer by layer, in
+    every plan); over the other unplaced ops, their weights and network outputs, plus for every
     tensor t a lower bound of its traffic still to come (its reads by fusable consumers and its
     write). With K the unplaced fusable consumers of t and Q a fixed clique of its consumers
     that pairwise cannot share a group (`never`):
@@ -118,7 +118,8 @@ class _Heuristic:
 
     Cycles: the larger of the MACs of the unplaced fusable ops that are computed whole (not
     upstream of an op that leaves input rows unread) over the MACs per cycle, and the DRAM bound
-    over the bandwidth plus one latency (a group's cycles are at least both, `timing`).
+    over the bandwidth plus one latency (a group's cycles are at least both, `timing`), plus
+    the exact cycles of the unplaced unfusable ops.
     """
 
     def __init__(self, graph: ComputeGraph, growth: _Growth,
@@ -142,6 +143,11 @@ class _Heuristic:
                               for o in range(n)], dtype=np.int64)
         self.macs_per_cycle = growth.hw.macs_per_cycle
         self.bandwidth, self.latency = growth.hw.dram_bandwidth, growth.hw.dram_latency
+        # an unfusable op runs alone, layer by layer: its (DRAM, cycles) is known exactly
+        alone = [growth.cache.run((o,)) if unf >> o & 1 else None for o in range(n)]
+        self.alone_dram = np.array([c.dram_bytes if c else 0 for c in alone], dtype=np.int64)
+        self.alone_cycles = np.array([c.timing.cycles if c else 0 for c in alone],
+                                     dtype=np.int64)
         consumers: dict[int, list[int]] = {}
         for op in graph:
             for ref in dict.fromkeys(op.inputs):
@@ -216,6 +222,9 @@ class _Heuristic:
         # the cycles bound reads the compulsory part only (as proven before the floors)
         cycles = max(int(self.macs @ unplaced) // self.macs_per_cycle,
                      int(dram // self.bandwidth) + (self.latency if dram else 0))
+        # the unfusable ops still to run alone, at their exact cost
+        dram += int(self.alone_dram @ unplaced)
+        cycles += int(self.alone_cycles @ unplaced)
         stream = int(self.stream @ unplaced)
         self.cache[placed] = out = ((dram + stream, cycles), dram)
         return out

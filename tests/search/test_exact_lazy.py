@@ -261,3 +261,37 @@ def test_set_store_evaluates_like_a_space(hw):
     for k in range(len(search.store)):
         c = evaluate_set(cache, search.store, k)
         assert c is None or c.mask == search.store.masks[k]
+
+
+def _wide_middle() -> ComputeGraph:
+    """Two small convs, a conv with 64 x 32 x 9 = 18,432 weights (more than a 6,000 B buffer
+    holds: unfusable), a skip around it and two small convs after the add."""
+    net = Net("wide_middle", (1, 8, 8, 8))
+    a = net.conv("a", "x", 8)
+    b = net.conv("b", a, 32)
+    wide = net.conv("wide", b, 64)
+    c = net.conv("c", wide, 32, k=1)
+    s = net.add("skip", b, c)
+    return net.build(net.conv("d", net.conv("e", s, 8), 8))
+
+
+def test_heuristic_charges_an_unfusable_op_its_exact_cost(hw):
+    """An unfusable op runs alone, layer by layer, at a cost no plan changes: h counts it, so
+    placing it alone lowers h by exactly its (DRAM, cycles); h stays consistent and the lazy
+    optimum is the eager one. (LBDF: BRR streams the op's weights, so it is fusable there.)"""
+    scheme = "lbdf"
+    graph = _wide_middle()
+    cache = CostCache(graph, hw(6_000), scheme)
+    (u,) = cache.unfusable
+    alone = cache.run((u,))
+    assert alone.fits and alone.dram_bytes > 0
+    search = _Search(graph, cache, None, None, _Budget(None, None), None)
+    before = (1 << u) - 1  # ids are topological: every op before u, a down-set
+    here, there = search.h(before), search.h(before | 1 << u)
+    assert here[0] - there[0] == alone.dram_bytes
+    assert here[1] - there[1] == alone.timing.cycles
+    _check_consistent(graph, cache)
+    eager = optimum(graph, CostCache(graph, hw(6_000), scheme), search="eager", incumbents=())
+    lazy = _lazy(graph, CostCache(graph, hw(6_000), scheme), incumbents=())
+    assert eager.optimal and lazy.optimal
+    assert (lazy.dram_bytes, lazy.cycles) == (eager.dram_bytes, eager.cycles)
