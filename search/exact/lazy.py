@@ -245,6 +245,10 @@ class LazyOutcome:
         reason: Why a cap stopped it ("" when none did).
         bound: With the costing cap, the key where it first dropped a set (a lower bound of the
             optimum); None otherwise.
+        lower: With a work cap, a proven lower bound of the optimum's DRAM: the least key of
+            the queue, of the state being expanded and of the first set the costing cap
+            dropped (every plan at or below the incumbent has a state or an entry there);
+            None without a cap or with the deadline.
         timed_out: The opt-in deadline (not a work cap) stopped it.
         pruned_by_incumbent: Sets pruned (with their supersets) by the incumbent's bound.
         store: The sets grown, with their bounds (what a capped solve falls back on).
@@ -261,6 +265,7 @@ class LazyOutcome:
     timed_out: bool = False
     pruned_by_incumbent: int = 0
     store: _SetStore | None = None
+    lower: int | None = None
 
 
 class _Stop(Exception):
@@ -320,6 +325,7 @@ class _Search:
         self.refound = 0  # sets grown that the earlier attempt had found (`found`)
         self.bound: int | None = None
         self.reach: dict[tuple[int, int], int] = {}
+        self.expanding: int | None = None  # the state whose increments are being grown
 
     # --- which ops may share a group ------------------------------------------------------
 
@@ -447,7 +453,13 @@ class _Search:
         mask = e[0]
         k = self.store.index.get(mask)
         if k is None:
-            k = self.store.add(mask, e[4] & ~mask, self.growth._bounds(e))
+            dram, cycles, fit = self.growth._bounds(e)
+            if self.brr and not mask & self.growth.unfusable_mask:
+                # every set that runs pays its ops' weight streaming floors on top of its
+                # compulsory traffic (`streaming_floors`)
+                dram += _sum_over(self.phi, mask)
+                fit = max(fit, dram)
+            k = self.store.add(mask, e[4] & ~mask, (dram, cycles, fit))
             self.refound += mask in self.found  # counted once, as the earlier attempt's
         self.increments += 1
         self._push(placed, k)
@@ -455,6 +467,11 @@ class _Search:
             self._check()
 
     def _expand(self, placed: int) -> None:
+        self.expanding = placed
+        self._grow_increments(placed)
+        self.expanding = None
+
+    def _grow_increments(self, placed: int) -> None:
         g = self.growth
         c = g.closure
         unfusable = g.unfusable_mask
@@ -562,6 +579,7 @@ class _Search:
                     self._push(placed, k)
         except _Stop as stop:
             reason, timed_out = stop.reason, stop.timed_out
+        lower = self._lower() if reason and not timed_out else None
         path = None
         if not reason and self.full in self.back:
             path, state = [], self.full
@@ -574,7 +592,29 @@ class _Search:
                            listed=len(self.h.cache), sets=len(self.store),
                            increments=self.increments, reason=reason,
                            bound=self.bound if not reason else None, timed_out=timed_out,
-                           pruned_by_incumbent=self.pruned_by_incumbent, store=self.store)
+                           pruned_by_incumbent=self.pruned_by_incumbent, store=self.store,
+                           lower=lower)
+
+    def _lower(self) -> int:
+        """A lower bound of the optimum's DRAM when a work cap stops the search.
+
+        Let P be a plan at or below the incumbent along the reduced graph (the optimal plan is
+        one), and S its last state that is settled (the empty state is settled first). Its
+        keys are lower bounds (h is consistent, an entry's set is keyed by a bound of its
+        cost), and no set of P is pruned (the pruning rules only drop sets no plan at or
+        below the incumbent holds). If S is being expanded, g(S) + h(S) <= cost(P). Else the
+        arc from S to P's next state was pushed and has not settled it, so an entry for it
+        is in the queue (a fresh or pending entry is re-queued, at a key still <= cost(P),
+        until it is costed and settles), unless the costing cap dropped it (`bound`). So
+        cost(P) >= the least of those keys; and cost(P) >= h(empty) (an entry's key counts a
+        set at its compulsory traffic, without its ops' weight streaming floors, so it may
+        lie below)."""
+        keys = [self.heap[0][0]] if self.heap else []
+        if self.expanding is not None:
+            keys.append(self.g[self.expanding][0] + self.h(self.expanding)[0])
+        if self.bound is not None:
+            keys.append(self.bound)
+        return max(min(keys, default=0), self.h(0)[0])
 
 
 _MISSING = object()

@@ -165,8 +165,9 @@ class ExactResult:
         optimal: True when the plan is proven optimal over all valid plans (no cap cut the
             solve, or its lower bound reaches the plan).
         cap_reason: Why the answer is only optimal among some sets ("" when no cap was hit).
-        bound_bytes: With a costing cap, a proven lower bound on the optimum's DRAM (the A*
-            key where the cap first dropped a set); None otherwise.
+        bound_bytes: With a work cap, a proven lower bound on the optimum's DRAM (the A*
+            key where the costing cap first dropped a set; after a lazy search a cap
+            stopped, the least key of its frontier); None otherwise.
         source: ``exact`` when the plan is the A*'s, else the incumbent's source
             (``segment_dp``, ``greedy_fit``, ...): the A*'s capped answer was worse.
         reproducible: False when a wall-clock limit cut the solve (the answer then depends on
@@ -636,10 +637,15 @@ def _solve_lazy(graph: ComputeGraph, cache: CostCache, space: CandidateSpace, *,
                                time_limit=left, max_states=states_left,
                                incumbents=incumbents, member_caps=caps)
         tail = salvage.cap_reason.lstrip("; ")
+        # the lazy search's frontier bounds the optimum (`_Search._lower`)
+        lower = out.lower
+        optimal = lower is not None and lower >= salvage.dram_bytes
+        claim = (f"; proven optimal all the same (the optimum is >= {lower:,} B)" if optimal
+                 else f"; the optimum is >= {lower:,} B" if lower is not None else "")
         reason = "; ".join(r for r in (why, f"lazy search: {out.reason}",
                                        f"the best plan over the {len(found):,} sets found"
-                                       + (f": {tail}" if tail else "")) if r)
-        return replace(salvage, cap_reason=reason, optimal=False, bound_bytes=None,
+                                       + (f": {tail}" if tail else "") + claim) if r)
+        return replace(salvage, cap_reason=reason, optimal=optimal, bound_bytes=lower,
                        search="lazy", listed=out.listed, states=out.states,
                        costed=out.costed + salvage.costed,
                        seconds=space.seconds + time.perf_counter() - t)

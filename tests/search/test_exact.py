@@ -382,12 +382,26 @@ def test_both_caps_claim_no_bound(hw):
     assert capped.bound_bytes is None and ">=" not in capped.cap_reason
 
 
-def test_set_cap_is_reported(hw):
+@pytest.mark.parametrize("buffer", [3_000, 1 << 20])
+def test_set_cap_is_reported_with_a_proven_lower_bound(buffer, hw):
+    """A set cap stops the solve: the answer is valid, says which cap cut it and comes with a
+    lower bound of the optimum (the capped lazy search's frontier); it is claimed optimal
+    only where that bound reaches it (at 1 MiB one group runs at the compulsory traffic)."""
     graph = SMALL_NETS["residual"]()
-    cache = CostCache(graph, hw(1 << 20), "lbdf")
+    cache = CostCache(graph, hw(buffer), "lbdf")
     capped = optimum(graph, cache, caps=ExactCaps(max_sets=len(graph) + 2))
-    assert not capped.optimal and "set cap" in capped.cap_reason
+    full = optimum(graph, CostCache(graph, hw(buffer), "lbdf"))
+    assert full.optimal and "set cap" in capped.cap_reason
     assert evaluate_plan(graph, capped.plan, cache.hw, "lbdf", cache).valid
+    assert capped.bound_bytes is not None
+    assert capped.bound_bytes <= full.dram_bytes <= capped.dram_bytes
+    assert capped.optimal == (capped.bound_bytes >= capped.dram_bytes)
+    if capped.optimal:
+        assert f"proven optimal all the same (the optimum is >= {capped.bound_bytes:,} B)" \
+            in capped.cap_reason
+    else:
+        assert f"the optimum is >= {capped.bound_bytes:,} B" in capped.cap_reason
+    assert capped.optimal == (buffer == 1 << 20)
 
 
 def test_deterministic(hw):
@@ -436,14 +450,18 @@ def _wide_net():
 
 def test_a_state_space_too_wide_for_the_state_cap_gives_the_best_baseline(hw):
     """Listing 2^20 down-sets would take minutes: the state cap (counted work) stops the
-    listing and the answer is the best baseline plan, valid, not claimed optimal, and the same
-    on every run."""
+    listing and the answer is the best baseline plan, valid, and the same on every run. It is
+    claimed optimal only because the capped search's lower bound reaches it (one group holds
+    the network at its compulsory traffic)."""
     graph = _wide_net()
     answers = []
     for _ in range(2):
         cache = CostCache(graph, hw(64 * 1024), "lbdf")
         res = optimum(graph, cache, caps=ExactCaps(max_sets=20_000, max_states=5_000))
-        assert not res.optimal and "state cap (5,000 down-sets listed)" in res.cap_reason
+        assert "state cap (5,000 down-sets listed)" in res.cap_reason
+        assert res.optimal and res.bound_bytes == res.dram_bytes
+        assert f"proven optimal all the same (the optimum is >= {res.dram_bytes:,} B)" \
+            in res.cap_reason
         assert res.reproducible and res.source in ("segment_dp", "greedy_fit")
         cost = evaluate_plan(graph, res.plan, cache.hw, "lbdf", cache)
         assert cost.valid and cost.dram_bytes == res.dram_bytes

@@ -135,3 +135,28 @@ def test_the_set_cap_counts_a_set_both_searches_hold_once(hw):
     assert res.search == "lazy" and res.optimal and res.cap_reason == ""
     assert alone.optimal and res.dram_bytes == alone.dram_bytes
     assert res.candidates + 6_000 // 2 > 6_000
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(graph=wide_dags(), buffer=st.sampled_from(_BUFFERS), scheme=st.sampled_from(
+    ("lbdf", "brr")), extra=st.integers(0, 12), states=st.sampled_from((None, 3, 8)))
+def test_a_capped_lazy_search_bounds_the_optimum_from_below(graph, buffer, scheme, extra,
+                                                            states):
+    """A work cap stops the lazy search: the lower bound it reports (its frontier's least
+    key; under BRR a set's key counts its ops' phi) never exceeds the brute-force optimum, and
+    the answer is claimed optimal only when that bound reaches it."""
+    from search.exact import optimum
+    from search.exact.solver import ExactCaps
+    from tests.search.test_exact import _brute
+
+    hw = load_hw("edge-npu", {"buffer": buffer})
+    cache = CostCache(graph, hw, scheme)
+    res = optimum(graph, cache, caps=ExactCaps(max_sets=len(graph) + extra, max_states=states),
+                  search="lazy", incumbents=())
+    best = min(c.dram_bytes for _, c in _brute(graph, CostCache(graph, hw, scheme)))
+    assert res.dram_bytes >= best
+    if res.cap_reason:
+        assert res.bound_bytes is not None and res.bound_bytes <= best
+        assert res.optimal == (res.bound_bytes >= res.dram_bytes)
+    if res.optimal:
+        assert res.dram_bytes == best
