@@ -358,7 +358,7 @@ def enumerate_space(graph: ComputeGraph, cache: CostCache, *, max_sets: int | No
     return _Growth(graph, cache, max_sets, time_limit).run()
 
 
-_Entry = tuple[int, int, int, int, int, int, int, int, int, int, int]
+_Entry = tuple[int, int, int, int, int, int, int, int, int, int, int, int]
 """A grown set: mask, descendants, ancestors, neighbours, producers (all reflexive unions over
 its ops), ops whose tensor leaves it, network inputs read (bit k: input k), weight elements,
 MACs, and the largest BRR fit floors of its ops (tiles, resident elements). Everything but the
@@ -415,7 +415,8 @@ class _Growth:
         c, op = self.closure, self.graph[o]
         leaving = 1 << o if self.is_output[o] or c.succ[o] else 0
         return (1 << o, c.desc[o], c.anc[o], c.nbr[o], c.pred[o], leaving, self.netin[o],
-                op.weight_reads, op.macs, self.floor_tiles[o], self.floor_res[o])
+                op.weight_reads, op.macs, self.floor_tiles[o], self.floor_res[o],
+                self.floor_stream[o])
 
     def run(self) -> CandidateSpace:
         n = len(self.graph)
@@ -461,7 +462,7 @@ class _Growth:
                 w2: int) -> _Entry:
         """Entry `e` grown by the ops `added` into the set `grown` (weights `w2`)."""
         c = self.closure
-        _, _, _, nbr, pred, leaving, netin, _, macs, tiles, res = e
+        _, _, _, nbr, pred, leaving, netin, _, macs, tiles, res, stream = e
         is_output, succ = self.is_output, c.succ
         left = 0
         for o in (*bits(leaving), *added):
@@ -473,7 +474,8 @@ class _Growth:
             tiles = 2
         return (grown, d2, a2, nbr | _union(c.nbr, added), pred | _union(c.pred, added),
                 left, netin | _union(self.netin, added), w2,
-                macs + sum(self.macs[o] for o in added), tiles, res)
+                macs + sum(self.macs[o] for o in added), tiles, res,
+                stream + sum(self.floor_stream[o] for o in added))
 
     def _over_one_tile(self, mask: int, weights: int, res: int) -> bool:
         """BRR: the set cannot run in one tile (`simulator.cost.brr.one_tile_floor` over the
@@ -500,7 +502,7 @@ class _Growth:
 
     def _bounds(self, e: _Entry) -> tuple[int, int, int]:
         """(lb_dram, lb_cycles, lb_fit) of the set of entry `e`."""
-        mask, _, _, _, pred, leaving, netin, weights, macs, tiles, res = e
+        mask, _, _, _, pred, leaving, netin, weights, macs, tiles, res, _ = e
         if mask & self.unfusable_mask:
             return 0, 0, 0  # runs layer by layer, tiled: no bound is claimed
         elems = (_sum_over(self.out_elems, pred & ~mask) + _sum_over(self.netin_elems, netin)

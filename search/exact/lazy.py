@@ -330,11 +330,12 @@ class _Search:
     # --- which ops may share a group ------------------------------------------------------
 
     def _dead(self, mask: int, weights: int, tiles: int, res: int,
-              floor: tuple[int, int] | None = None) -> bool:
+              floor: tuple[int, int] | None = None, phi: int | None = None) -> bool:
         """True when no plan at or below the incumbent holds a set of two or more ops
         containing `mask` (weights, largest fit-floor tiles and resident floor of `mask`) and,
         with `floor` (g + h of a state, without and with the weight streaming floors), placed
-        at that state.
+        at that state; `phi`: the streaming floors of the set's ops when the caller carries
+        their sum (else summed here).
 
         Such a plan costs at least g + h(S) without the floors plus E(mask), and at least g +
         h(S) with them, less phi of the set's ops, plus E(mask) (docs/exact.md, "Incumbent
@@ -354,7 +355,9 @@ class _Search:
         extra = excess * (tiles - 1) * self.d
         if comp + extra > self.upper:
             return True
-        return full + extra - _sum_over(self.phi, mask) > self.upper
+        if phi is None:
+            phi = _sum_over(self.phi, mask)
+        return full + extra - phi > self.upper
 
     def _never(self, mask: int) -> bool:
         """True when no group of two or more ops that may run holds every op of `mask`."""
@@ -456,8 +459,8 @@ class _Search:
             dram, cycles, fit = self.growth._bounds(e)
             if self.brr and not mask & self.growth.unfusable_mask:
                 # every set that runs pays its ops' weight streaming floors on top of its
-                # compulsory traffic (`streaming_floors`)
-                dram += _sum_over(self.phi, mask)
+                # compulsory traffic (`streaming_floors`; the entry carries their sum)
+                dram += e[11] * self.d
                 fit = max(fit, dram)
             k = self.store.add(mask, e[4] & ~mask, (dram, cycles, fit))
             self.refound += mask in self.found  # counted once, as the earlier attempt's
@@ -502,7 +505,8 @@ class _Search:
                     if g._prune(grown, w2 * self.d):
                         continue
                     e2 = g._extend(e, grown, 0, 0, added, w2)
-                    if self._dead(grown, w2, e2[9], e2[10], floor):
+                    if self._dead(grown, w2, e2[9], e2[10], floor,
+                                  e2[11] * self.d if self.brr else 0):
                         self.pruned_by_incumbent += 1
                         continue
                     self._emit(placed, e2)
