@@ -76,6 +76,7 @@ from search.exact.lazy import lazy_search
 from search.registry import DEFAULT_EXACT_MAX_COSTED
 from simulator.cost import CostCache
 from simulator.plan import FusionGroup, PartitionPlan
+from simulator.scheme import Scheme
 from simulator.workload.graph import ComputeGraph
 
 __all__ = ["DEFAULT_CAPS", "ExactCaps", "ExactResult", "FrontPoint", "Incumbent", "StateCap",
@@ -741,6 +742,10 @@ def optimum(graph: ComputeGraph, cache: CostCache, *, caps: ExactCaps | None = D
         incumbents = known()
         return answer(_solve_lazy(graph, cache, space, caps=caps, time_limit=left(),
                                   incumbents=incumbents, why=""))
+    if search == "auto":
+        whole = _one_group(graph, cache, caps, t)
+        if whole is not None:
+            return whole
     # the eager search may use half of each work cap, the lazy search what is left
     eager = search == "eager"
     sets = caps.max_sets if eager or caps.max_sets is None else caps.max_sets // 2
@@ -766,6 +771,36 @@ def optimum(graph: ComputeGraph, cache: CostCache, *, caps: ExactCaps | None = D
                          incumbents=incumbents, why=why, listed=listed)
     # the eager try too
     return answer(replace(result, caps=caps, seconds=time.perf_counter() - t))
+
+
+def _one_group(graph: ComputeGraph, cache: CostCache, caps: ExactCaps,
+               started: float) -> ExactResult | None:
+    """The plan of one group holding the whole network, proven optimal before any search
+    when it runs at exactly its compulsory traffic (its weights, one read of each network
+    input, one write of each network output): every other plan has two groups or more, so in
+    a weakly connected network some tensor leaves one group for another, and that group reads
+    it on top of the compulsory traffic every group pays (`evaluate_set` checks each set it
+    costs against it); so the plan is the unique optimum by DRAM and the cycles decide
+    nothing. None otherwise (or where an op must run alone, or the scheme searches nothing).
+
+    It costs one group; a buffer that holds a whole transformer otherwise pays the
+    enumeration and the incumbents first (about 5 s)."""
+    ops = tuple(range(len(graph)))
+    if (len(ops) < 2 or cache.unfusable or not Scheme.parse(cache.scheme).searchable
+            or not graph.is_weakly_connected(ops)):
+        return None
+    inputs = {r for op in graph for r in op.inputs if r < 0}
+    compulsory = (sum(op.weight_reads for op in graph)
+                  + sum(graph.tensor_elems(r) for r in inputs)
+                  + sum(graph[o].output_elems for o in graph.output_set)) * cache.hw.dtype_bytes
+    cost = cache.run(ops)
+    if not cost.fits or cost.dram_bytes > compulsory:
+        return None
+    return ExactResult(plan=PartitionPlan((FusionGroup(ops),)), dram_bytes=int(cost.dram_bytes),
+                       cycles=int(cost.timing.cycles), mbu_bytes=int(cost.buffer_bytes),
+                       candidates=1, costed=1, states=1,
+                       seconds=time.perf_counter() - started, enumeration_seconds=0.0,
+                       optimal=True, cap_reason="", caps=caps, search="lazy", listed=1)
 
 
 EAGER_LISTING = 20_000
