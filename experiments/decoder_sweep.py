@@ -55,9 +55,10 @@ def points() -> list[tuple[str, int, int, str]]:
 
 def solve_point(phase: str, tokens: int, buffer: int, scheme: str,
                 members: Sequence[PartitionPlan] = ()) -> tuple[dict[str, object], PartitionPlan]:
-    """One point's figures (`FIELDS`) and its plan. A hybrid point starts from `members`, the
-    LBDF and BRR points' plans (valid hybrid plans), instead of re-solving each member's
-    optimum under the default caps."""
+    """One point's figures (`FIELDS`) and its plan. A hybrid point starts from its own
+    segment DP and greedy plans and from `members`, the LBDF and BRR points' plans (valid
+    hybrid plans), instead of re-solving each member's optimum under the default caps."""
+    from search.baselines import greedy_fusion, segment_dp
     from search.exact.solver import Incumbent, optimum
     from simulator.cost import CostCache, evaluate_plan
     from simulator.cost.traffic import compulsory_bytes
@@ -70,11 +71,14 @@ def solve_point(phase: str, tokens: int, buffer: int, scheme: str,
     cache = CostCache(graph, hw, scheme)
     start = time.process_time()
     incumbents = None
-    if members:
-        costs = [(p, evaluate_plan(graph, p, hw, scheme, cache)) for p in members]
+    if members:  # the hybrid's own segment DP and greedy plans, and the members' plans
+        plans = [("segment_dp", segment_dp(graph, cache).plan),
+                 ("greedy_fit", greedy_fusion(graph, cache, False)),
+                 *(("member", p) for p in members)]
+        costs = [(name, p, evaluate_plan(graph, p, hw, scheme, cache)) for name, p in plans]
         incumbents = [Incumbent(p, int(c.dram_bytes), int(c.cycles), max(
-            (g.buffer_bytes for g in c.groups if not g.runs_alone), default=0), "member")
-            for p, c in costs if c.valid]
+            (g.buffer_bytes for g in c.groups if not g.runs_alone), default=0), name)
+            for name, p, c in costs if c.valid]
     best = optimum(graph, cache, caps=CAPS, incumbents=incumbents)
     lbl = evaluate_plan(graph, layer_by_layer(graph), hw, "lbl")
     return {"phase": phase, "tokens": tokens, "buffer_bytes": buffer, "scheme": scheme,
