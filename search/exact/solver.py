@@ -174,8 +174,9 @@ class ExactResult:
         reproducible: False when a wall-clock limit cut the solve (the answer then depends on
             the machine and its load); True for every answer of the work caps.
         caps: The work caps the solve ran under.
-        search: ``eager`` (every down-set listed first, `solve`) or ``lazy`` (down-sets reached
-            from the A* frontier, `search.exact.lazy`).
+        search: ``eager`` (every down-set listed first, `solve`), ``lazy`` (down-sets reached
+            from the A* frontier, `search.exact.lazy`) or ``one_group`` (the whole network as
+            one group at its compulsory traffic, proven without a search: `_one_group`).
         listed: Down-sets listed (eager) or reached (lazy); None when the listing was cut.
     """
 
@@ -800,7 +801,7 @@ def _one_group(graph: ComputeGraph, cache: CostCache, caps: ExactCaps,
                        cycles=int(cost.timing.cycles), mbu_bytes=int(cost.buffer_bytes),
                        candidates=1, costed=1, states=1,
                        seconds=time.perf_counter() - started, enumeration_seconds=0.0,
-                       optimal=True, cap_reason="", caps=caps, search="lazy", listed=1)
+                       optimal=True, cap_reason="", caps=caps, search="one_group", listed=0)
 
 
 EAGER_LISTING = 20_000

@@ -134,12 +134,15 @@ def _hrnet_stages() -> ComputeGraph:
 
 @pytest.mark.parametrize("scheme", SCHEMES)
 def test_hrnet_stages_prove_where_one_group_holds_them(scheme, hw):
-    """The enumeration meets its cap, so the lazy search takes over: it reaches the plan of one
-    group from the empty state and proves it after costing one set."""
+    """The lazy search reaches the plan of one group from the empty state and proves it after
+    costing one set; `auto` proves it before any search (it runs at its compulsory traffic)."""
     graph = _hrnet_stages()
-    res = optimum(graph, CostCache(graph, hw(1 << 20), scheme))
+    res = optimum(graph, CostCache(graph, hw(1 << 20), scheme), search="lazy")
     assert res.optimal and res.search == "lazy" and res.cap_reason == ""
     assert len(res.plan) == 1 and res.costed == 1
+    auto = optimum(graph, CostCache(graph, hw(1 << 20), scheme))
+    assert auto.optimal and auto.search == "one_group" and auto.plan == res.plan
+    assert (auto.dram_bytes, auto.cycles) == (res.dram_bytes, res.cycles)
 
 
 @pytest.mark.slow
