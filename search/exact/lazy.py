@@ -610,9 +610,8 @@ class _Search:
         arc from S to P's next state was pushed and has not settled it, so an entry for it
         is in the queue (a fresh or pending entry is re-queued, at a key still <= cost(P),
         until it is costed and settles), unless the costing cap dropped it (`bound`). So
-        cost(P) >= the least of those keys; and cost(P) >= h(empty) (an entry's key counts a
-        set at its compulsory traffic, without its ops' weight streaming floors, so it may
-        lie below)."""
+        cost(P) >= the least of those keys (a key that belongs to no such plan only lowers
+        the least), and cost(P) >= h(empty)."""
         keys = [self.heap[0][0]] if self.heap else []
         if self.expanding is not None:
             keys.append(self.g[self.expanding][0] + self.h(self.expanding)[0])
