@@ -75,6 +75,7 @@ from search.exact.candidates import (
 from search.exact.lazy import lazy_search
 from search.registry import DEFAULT_EXACT_MAX_COSTED
 from simulator.cost import CostCache
+from simulator.cost.traffic import compulsory_bytes
 from simulator.plan import FusionGroup, PartitionPlan
 from simulator.scheme import Scheme
 from simulator.workload.graph import ComputeGraph
@@ -790,12 +791,8 @@ def _one_group(graph: ComputeGraph, cache: CostCache, caps: ExactCaps,
     if (len(ops) < 2 or cache.unfusable or not Scheme.parse(cache.scheme).searchable
             or not graph.is_weakly_connected(ops)):
         return None
-    inputs = {r for op in graph for r in op.inputs if r < 0}
-    compulsory = (sum(op.weight_reads for op in graph)
-                  + sum(graph.tensor_elems(r) for r in inputs)
-                  + sum(graph[o].output_elems for o in graph.output_set)) * cache.hw.dtype_bytes
     cost = cache.run(ops)
-    if not cost.fits or cost.dram_bytes > compulsory:
+    if not cost.fits or cost.dram_bytes > compulsory_bytes(graph, ops, cache.hw.dtype_bytes):
         return None
     return ExactResult(plan=PartitionPlan((FusionGroup(ops),)), dram_bytes=int(cost.dram_bytes),
                        cycles=int(cost.timing.cycles), mbu_bytes=int(cost.buffer_bytes),

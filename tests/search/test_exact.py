@@ -135,10 +135,7 @@ def test_one_group_at_its_compulsory_traffic_is_proven_at_once(name, scheme, hw)
     graph = SMALL_NETS[name]()
     cache = CostCache(graph, hw(1 << 20), scheme)
     whole = cache.run(range(len(graph)))
-    inputs = {r for op in graph for r in op.inputs if r < 0}
-    compulsory = (sum(op.weight_reads for op in graph)
-                  + sum(graph.tensor_elems(r) for r in inputs)
-                  + sum(graph[o].output_elems for o in graph.output_set)) * cache.hw.dtype_bytes
+    compulsory = compulsory_bytes(graph, range(len(graph)), cache.hw.dtype_bytes)
     res = optimum(graph, cache)
     plans = _brute(graph, cache)
     best = min(c.dram_bytes for _, c in plans)
