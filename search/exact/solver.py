@@ -73,6 +73,7 @@ from search.exact.candidates import (
     fit_bound,
 )
 from search.exact.lazy import lazy_search
+from search.exact.relax import labelling_bound
 from search.registry import DEFAULT_EXACT_MAX_COSTED
 from simulator.cost import CostCache
 from simulator.cost.traffic import compulsory_bytes
@@ -640,11 +641,29 @@ def _solve_lazy(graph: ComputeGraph, cache: CostCache, space: CandidateSpace, *,
                                time_limit=left, max_states=states_left,
                                incumbents=incumbents, member_caps=caps)
         tail = salvage.cap_reason.lstrip("; ")
-        # the lazy search's frontier bounds the optimum (`_Search._lower`)
+        # the lazy search's frontier bounds the optimum (`_Search._lower`); under LBDF the
+        # labelling relaxation may bound it higher, and its plan may be better
         lower = out.lower
+        # (under the work caps only: HiGHS's node cap counts work, a deadline would not)
+        relaxed = None if time_limit is not None or (
+            lower is not None and lower >= salvage.dram_bytes) else labelling_bound(graph, cache)
+        by = ""
+        if relaxed is not None:
+            if lower is None or relaxed.bound_bytes > lower:
+                lower, by = relaxed.bound_bytes, "the labelling relaxation: "
+            inc = None if relaxed.plan is None else _incumbent(graph, cache, relaxed.plan,
+                                                               "relaxation")
+            if inc is not None and inc.key < (salvage.dram_bytes, salvage.cycles):
+                salvage = _from_incumbent(inc, found, costed=salvage.costed,
+                                          states=salvage.states, seconds=salvage.seconds,
+                                          optimal=False, cap_reason=salvage.cap_reason,
+                                          bound=None, reproducible=salvage.reproducible,
+                                          caps=caps, search="lazy")
+                tail = (f"{tail}: the labelling relaxation's plan is better" if tail
+                        else "the labelling relaxation's plan is better")
         optimal = lower is not None and lower >= salvage.dram_bytes
-        claim = (f"; proven optimal all the same (the optimum is >= {lower:,} B)" if optimal
-                 else f"; the optimum is >= {lower:,} B" if lower is not None else "")
+        claim = (f"; proven optimal all the same ({by}the optimum is >= {lower:,} B)" if optimal
+                 else f"; {by}the optimum is >= {lower:,} B" if lower is not None else "")
         reason = "; ".join(r for r in (why, f"lazy search: {out.reason}",
                                        f"the best plan over the {len(found):,} sets found"
                                        + (f": {tail}" if tail else "") + claim) if r)
