@@ -45,7 +45,7 @@ __all__ = ["RELAXATION_LABELS", "RELAXATION_NODES", "Relaxation", "labelling_bou
 RELAXATION_NODES = 1_000
 """Branch-and-bound nodes HiGHS may explore (a work cap: the bound it reaches is proven)."""
 
-RELAXATION_LABELS = 9
+RELAXATION_LABELS = 7
 """The most labels the relaxation is built with (beyond, HiGHS needs minutes per hundred
 nodes: hrnet_w18_small at 256 KiB has 15); `labelling_bound` returns None above it."""
 
