@@ -110,14 +110,16 @@ def labelling_bound(graph: ComputeGraph, cache: CostCache, *,
                     max_labels: int | None = RELAXATION_LABELS) -> Relaxation | None:
     """The labelling relaxation of the LBDF plan problem of `cache` (module docstring).
 
-    None for another dataflow (BRR streams weights, so weights bound nothing there), when
-    every op must run alone, or when it needs more than `max_labels` labels (None: any).
+    None for a dataflow whose groups need not hold their weights (`Scheme.holds_weights`:
+    BRR streams them, so weights bound nothing there), when every op must run alone, or when
+    it needs more than `max_labels` labels (None: any).
     """
     from scipy.optimize import Bounds, LinearConstraint, milp
     from scipy.sparse import csr_matrix
 
-    if Scheme.parse(cache.scheme) != Scheme.LBDF:
-        return None
+    scheme = Scheme.parse(cache.scheme)
+    if not scheme.holds_weights or scheme.mixed or not scheme.searchable:
+        return None  # every group's weights within the buffer is what the labels rely on
     hw, d = cache.hw, cache.hw.dtype_bytes
     n = len(graph)
     unfusable = set(cache.unfusable)
