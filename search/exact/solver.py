@@ -170,9 +170,11 @@ class ExactResult:
         cap_reason: Why the answer is only optimal among some sets ("" when no cap was hit).
         bound_bytes: With a work cap, a proven lower bound on the optimum's DRAM (the A*
             key where the costing cap first dropped a set; after a lazy search a cap
-            stopped, the least key of its frontier); None otherwise.
+            stopped, the least key of its frontier, or the labelling relaxation's bound
+            where that is higher); None otherwise.
         source: ``exact`` when the plan is the A*'s, else the incumbent's source
-            (``segment_dp``, ``greedy_fit``, ...): the A*'s capped answer was worse.
+            (``segment_dp``, ``greedy_fit``, ...; ``relaxation``: the labelling relaxation's
+            plan, `search.exact.relax`): the A*'s capped answer was worse.
         reproducible: False when a wall-clock limit cut the solve (the answer then depends on
             the machine and its load); True for every answer of the work caps.
         caps: The work caps the solve ran under.
