@@ -44,6 +44,7 @@ from functools import reduce
 
 import numpy as np
 
+from search.exact.candidates import _Closure
 from simulator.cost import CostCache
 from simulator.plan import FusionGroup, PartitionPlan
 from simulator.scheme import Scheme
@@ -195,20 +196,8 @@ class _Problem:
                 self.readers.setdefault(ref, []).append(op.id)
         self.edges = [(u, r) for r in self.fusable for u in dict.fromkeys(graph[r].inputs)
                       if u >= 0 and u not in self.unfusable]
-        anc = [0] * len(graph)
-        for op in graph:
-            bits = 1 << op.id
-            for u in op.inputs:
-                if u >= 0:
-                    bits |= anc[u]
-            anc[op.id] = bits
-        desc = [0] * len(graph)
-        for v in reversed(range(len(graph))):
-            bits = 1 << v
-            for w in graph.successors(v):
-                bits |= desc[w]
-            desc[v] = bits
-        self.anc, self.desc = anc, desc
+        closure = _Closure.of(graph)  # reflexive ancestors and descendants, as bitmasks
+        self.anc, self.desc = closure.anc, closure.desc
 
     def model(self, edges: bool) -> _Labels:
         """The labelling MILP (`edges`: with a cut variable per edge, the second model)."""
