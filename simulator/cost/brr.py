@@ -1187,11 +1187,33 @@ def _least_window(graph: ComputeGraph, o: int, slot: int) -> np.ndarray:
     if w is None:
         deps = row_deps(graph)
         lo, hi = deps.lo[o][slot], deps.hi[o][slot]
-        h = len(lo)
-        w = np.zeros(h + 1, dtype=np.int64)
-        for r in range(1, h + 1):
-            w[r] = max(0, int((hi[r - 1:] - lo[:h - r + 1]).min()) + 1)
+        key = (lo.tobytes(), hi.tobytes())  # ops of one shape share their table
+        w = tables.get(key)
+        if w is None:
+            w = tables[key] = _window_table(np.asarray(lo, dtype=np.int64),
+                                            np.asarray(hi, dtype=np.int64))
         tables[(o, slot)] = w
+    return w
+
+
+_WINDOW_CHUNK = 1 << 22
+"""Elements of the (start row, window) differences `_window_table` holds at once."""
+
+
+def _window_table(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """w[r] = max(0, min over a of hi[a+r-1] - lo[a] + 1) for r = 1..h (w[0] = 0), the
+    windows of every length at once: row a of ``hi`` padded past its end and viewed h wide
+    holds hi[a + k] at column k, so the minimum over the rows of that less lo[a] is the
+    least window of k + 1 rows (the padding, above every row, never wins); rows in chunks."""
+    h = len(lo)
+    padded = np.concatenate((hi, np.full(h, np.iinfo(np.int64).max // 2, dtype=np.int64)))
+    view = np.lib.stride_tricks.sliding_window_view(padded, h)[:h]
+    least = np.full(h, np.iinfo(np.int64).max, dtype=np.int64)
+    step = max(1, _WINDOW_CHUNK // max(h, 1))
+    for a in range(0, h, step):
+        np.minimum(least, (view[a:a + step] - lo[a:a + step, None]).min(axis=0), out=least)
+    w = np.zeros(h + 1, dtype=np.int64)
+    w[1:] = np.maximum(least + 1, 0)
     return w
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from enum import StrEnum
 from functools import cached_property
 from typing import Any
@@ -433,6 +433,22 @@ def _shown(value: Any) -> str:
     return shown(value, 40)
 
 
+class _Equal:
+    """A class of graphs found equal (union-find: its root stands for the class)."""
+
+    __slots__ = ("parent",)
+
+    def __init__(self) -> None:
+        self.parent = self
+
+    def root(self) -> _Equal:
+        node = self
+        while node.parent is not node:
+            node.parent = node.parent.parent
+            node = node.parent
+        return node
+
+
 @dataclass(frozen=True)
 class ComputeGraph:
     """An immutable DAG of ops in topological numbering.
@@ -501,7 +517,37 @@ class ComputeGraph:
 
     @cached_property
     def _hash(self) -> int:  # graphs key the cost-model caches: hash the big tuple once
-        return hash((self.name, self.ops, self.input_shapes, self.outputs, self.input_names))
+        return hash(self._key)
+
+    @property
+    def _key(self) -> tuple:
+        return self.name, self.ops, self.input_shapes, self.outputs, self.input_names
+
+    def __eq__(self, other: object) -> bool:
+        """Equal content. Graphs key the cost models' caches, so an equal graph built again
+        (a graph stage re-run, a sweep's next point) is compared at every cache lookup: the
+        ops are compared once, and graphs found equal join one class (`_same`) that answers
+        every later comparison at once."""
+        if self is other:
+            return True
+        if not isinstance(other, ComputeGraph):
+            return NotImplemented
+        mine, theirs = self._same.root(), other._same.root()
+        if mine is theirs:
+            return True
+        if self._hash != other._hash or self._key != other._key:
+            return False
+        theirs.parent = mine
+        return True
+
+    @cached_property
+    def _same(self) -> _Equal:
+        return _Equal()
+
+    def __getstate__(self) -> dict[str, Any]:
+        """The fields alone: the cached properties stay behind (a string's hash differs from
+        one process to the next, so a cached `_hash` must not travel to a Dask worker)."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
 
     # --- basic access -------------------------------------------------------------------
 

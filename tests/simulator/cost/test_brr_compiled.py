@@ -50,3 +50,35 @@ def test_compiled_cost_equals_reference(case, buffer, dtype_bytes):
     if cost.fits:
         assert cost.timing.cycles == max(cost.timing.compute_cycles, cost.timing.dram_cycles,
                                          brr_cycles(graph, ops, tiling, hw))
+
+
+def _windows_by_loop(lo, hi):
+    """The definition, one window length at a time."""
+    import numpy as np
+
+    h = len(lo)
+    w = np.zeros(h + 1, dtype=np.int64)
+    for r in range(1, h + 1):
+        w[r] = max(0, int((hi[r - 1:] - lo[:h - r + 1]).min()) + 1)
+    return w
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.integers(-3, 60), st.integers(-2, 6)), min_size=1, max_size=70),
+       st.booleans(), st.sampled_from([1, 7, 1 << 22]))
+def test_window_tables_are_the_least_window_of_every_length(rows, monotone, chunk):
+    """`brr._window_table` (every window length at once, in chunks of start rows) equals the
+    definition, min over a of hi[a+r-1] - lo[a] + 1, on arbitrary row tables: monotone as the
+    cost model's, and not."""
+    import numpy as np
+
+    lo = np.array([a for a, _ in rows], dtype=np.int64)
+    hi = lo + np.array([b for _, b in rows], dtype=np.int64)
+    if monotone:
+        lo, hi = np.sort(lo), np.sort(hi)
+    saved = brr._WINDOW_CHUNK
+    brr._WINDOW_CHUNK = chunk
+    try:
+        assert (brr._window_table(lo, hi) == _windows_by_loop(lo, hi)).all()
+    finally:
+        brr._WINDOW_CHUNK = saved

@@ -97,6 +97,35 @@ def test_json_round_trip_is_exact():
     assert ComputeGraph.from_json(g.to_json(indent=2)).to_dict() == g.to_dict()
 
 
+def test_equal_graphs_built_twice_compare_once_and_pickle_without_their_caches(monkeypatch):
+    """Graphs key the cost models' caches: an equal graph built again (a sweep's next point)
+    is equal and hashes alike, its ops are compared once (later comparisons reuse the answer;
+    comparing them at every lookup made a second solve of one network 3x slower),
+    a graph differing in one op is not equal, and a pickle carries the fields alone (a
+    cached string hash is wrong in another process)."""
+    g, again = residual_graph(), residual_graph()
+    assert g is not again and g == again and hash(g) == hash(again)
+    compared = []
+    monkeypatch.setattr(ComputeGraph, "_key", property(
+        lambda self: compared.append(1) or (self.name, self.ops, self.input_shapes,
+                                            self.outputs, self.input_names)))
+    third = residual_graph()
+    hash(third)
+    assert third == g
+    assert compared  # the ops compared once
+    compared.clear()
+    assert g == third and third == g and again == g and g == again
+    assert not compared  # every later comparison shares the answer
+    monkeypatch.undo()
+    other = dataclasses.replace(g, ops=(dataclasses.replace(g[0], macs=g[0].macs + 1),
+                                        *g.ops[1:]))
+    assert other != g and g != other and g != "res"
+    g.predecessors(1)  # fills a cache
+    state = pickle.loads(pickle.dumps(g)).__dict__
+    assert set(state) == {"name", "ops", "input_shapes", "outputs", "input_names"}
+    assert pickle.loads(pickle.dumps(g)) == g
+
+
 @pytest.mark.parametrize("doc, msg", [
     ("{", "not valid JSON"),
     ('{"format": "other"}', "not a fusion-dse graph"),
