@@ -408,7 +408,7 @@ class _Search:
         of G, each linking its frontier ancestors A(m); every frontier op before f that is an
         ancestor of m is in G (else it, not f, is the least). So f joins only if z and f are
         linked through the ops m for which {z} and the frontier ops of A(m) before f may share
-        a group (`_never` on those explicit ops)."""
+        a group (`_never`, asked of their convex hull)."""
         pred, anc = self.pred, self.anc
         unplaced = self.full & ~placed
         front = [v for v in bits(unplaced) if pred[v] & ~placed == 0]
