@@ -298,3 +298,25 @@ def test_heuristic_charges_an_unfusable_op_its_exact_cost(hw):
     lazy = _lazy(graph, CostCache(graph, hw(6_000), scheme), incumbents=())
     assert eager.optimal and lazy.optimal
     assert (lazy.dram_bytes, lazy.cycles) == (eager.dram_bytes, eager.cycles)
+
+
+def test_never_asks_the_convex_hull(hw):
+    """Two ops that fit a group together by their own weights, but not with the ops on the
+    path between them (a group holding both is convex, so it holds that path), never share a
+    group (`_never`, which the reduction and the heuristic's cliques of readers ask), and the
+    lazy optimum is still brute force's."""
+    net = Net("hull", (1, 8, 8, 8))
+    x = net.conv("first", "x", 8, k=1)  # 64 + 8 weights
+    mid = net.conv("mid", net.conv("pre", x, 16), 8)  # 8 x 16 x 9 and 16 x 8 x 9 weights
+    graph = net.build(net.add("add", x, mid))
+    cache = CostCache(graph, hw(2_000), "lbdf")
+    search = _Search(graph, cache, None, None, _Budget(None, None), None)
+    x_id, add_id = (next(o.id for o in graph if o.name == n) for n in ("first", "add"))
+    pre_id = next(o.id for o in graph if o.name == "pre")
+    weights = sum(graph[o].weight_reads for o in (x_id, add_id))
+    hull = sum(o.weight_reads for o in graph)
+    assert weights <= 2_000 < hull  # the pair alone fits, its hull does not
+    assert search._never(1 << x_id | 1 << add_id)
+    assert search._never(1 << pre_id | 1 << add_id)  # pre -> mid -> add: mid in the hull too
+    assert not search._never(1 << x_id | 1 << pre_id)
+    _check_brute(graph, CostCache(graph, hw(2_000), "lbdf"))
