@@ -59,7 +59,7 @@ def solve_point(phase: str, tokens: int, buffer: int, scheme: str,
     segment DP and greedy plans and from `members`, the LBDF and BRR points' plans (valid
     hybrid plans), instead of re-solving each member's optimum under the default caps."""
     from search.baselines import greedy_fusion, segment_dp
-    from search.exact.solver import Incumbent, optimum
+    from search.exact.solver import optimum, plan_incumbent
     from simulator.cost import CostCache, evaluate_plan
     from simulator.cost.traffic import compulsory_bytes
     from simulator.hw import load_hw
@@ -75,10 +75,8 @@ def solve_point(phase: str, tokens: int, buffer: int, scheme: str,
         plans = [("segment_dp", segment_dp(graph, cache).plan),
                  ("greedy_fit", greedy_fusion(graph, cache, False)),
                  *(("member", p) for p in members)]
-        costs = [(name, p, evaluate_plan(graph, p, hw, scheme, cache)) for name, p in plans]
-        incumbents = [Incumbent(p, int(c.dram_bytes), int(c.cycles), max(
-            (g.buffer_bytes for g in c.groups if not g.runs_alone), default=0), name)
-            for name, p, c in costs if c.valid]
+        incumbents = [inc for name, p in plans
+                      if (inc := plan_incumbent(graph, cache, p, name)) is not None]
     best = optimum(graph, cache, caps=CAPS, incumbents=incumbents)
     lbl = evaluate_plan(graph, layer_by_layer(graph), hw, "lbl")
     return {"phase": phase, "tokens": tokens, "buffer_bytes": buffer, "scheme": scheme,

@@ -82,7 +82,8 @@ from simulator.scheme import Scheme
 from simulator.workload.graph import ComputeGraph
 
 __all__ = ["DEFAULT_CAPS", "ExactCaps", "ExactResult", "FrontPoint", "Incumbent", "StateCap",
-           "baseline_incumbents", "enumerate_space", "front", "optimum", "solve"]
+           "baseline_incumbents", "enumerate_space", "front", "optimum", "plan_incumbent",
+           "solve"]
 
 
 @dataclass(frozen=True)
@@ -464,13 +465,14 @@ def baseline_incumbents(graph: ComputeGraph, cache: CostCache, caps: ExactCaps |
              ("greedy_fit", greedy_fusion(graph, cache, False), True),
              *member_plans(graph, cache, caps, deadline))
     return sorted((inc for name, plan, reproducible in plans
-                   if (inc := _incumbent(graph, cache, plan, name, reproducible)) is not None),
+                   if (inc := plan_incumbent(graph, cache, plan, name, reproducible)) is not None),
                   key=lambda inc: inc.key)
 
 
-def _incumbent(graph: ComputeGraph, cache: CostCache, plan: PartitionPlan,
-               source: str, reproducible: bool = True) -> Incumbent | None:
-    """`plan` as an incumbent (None when it is not valid)."""
+def plan_incumbent(graph: ComputeGraph, cache: CostCache, plan: PartitionPlan,
+                   source: str, reproducible: bool = True) -> Incumbent | None:
+    """`plan` as an incumbent named `source`, costed through `cache` (None when it is not
+    valid): its DRAM, cycles and largest F_beta over the groups that do not run alone."""
     from simulator.cost import evaluate_plan
 
     cost = evaluate_plan(graph, plan, cache.hw, cache.scheme, cache)
@@ -653,8 +655,8 @@ def _solve_lazy(graph: ComputeGraph, cache: CostCache, space: CandidateSpace, *,
         if relaxed is not None:
             if lower is None or relaxed.bound_bytes > lower:
                 lower, by = relaxed.bound_bytes, "the labelling relaxation: "
-            inc = None if relaxed.plan is None else _incumbent(graph, cache, relaxed.plan,
-                                                               "relaxation")
+            inc = None if relaxed.plan is None else plan_incumbent(graph, cache, relaxed.plan,
+                                                                   "relaxation")
             if inc is not None and inc.key < (salvage.dram_bytes, salvage.cycles):
                 salvage = _from_incumbent(inc, found, costed=salvage.costed,
                                           states=salvage.states, seconds=salvage.seconds,
