@@ -24,8 +24,10 @@ a reason to stop growing; only these rules are:
   reads a whole multi-row tensor x, and another reader m of x downstream of g (the global pool
   and the multiply of a squeeze-and-excitation block), holds x whole when g computes its row
   (`squeeze_pairs`), so F_beta(S) >= weights(S) + max over such pairs in S of (x + g's row);
-  the bound only grows with the set. A set over the buffer by this bound is pruned with its
-  supersets;
+  and every op o of S holds, when it computes a row, all but one of the input rows its window
+  reads (`simulator.cost.lbdf.window_floors`), so F_beta(S) >= weights(S) + max over S of
+  o's window floor. Both bounds only grow with the set. A set over the buffer by either is
+  pruned with its supersets;
 * BRR: weights may be streamed, so no cheap bound on F_beta grows with the set; BRR-incompatibility
   (`simulator.cost.brr.incompatibility`: a single-row tensor computed from a whole map broadcast
   onto a map) persists in every superset (the broadcasting op, its input and the whole-map
@@ -54,6 +56,7 @@ first, so a plan exists, and the solver's answer is then optimal among the sets 
 
 from __future__ import annotations
 
+import bisect
 import time
 from collections import deque
 from collections.abc import Iterable
@@ -67,6 +70,7 @@ from simulator.cost.brr import (
     one_tile_floor,
     whole_tensor_rule,
 )
+from simulator.cost.lbdf import window_floors
 from simulator.cost.rows import row_deps
 from simulator.cost.types import roofline
 from simulator.scheme import Scheme
@@ -198,11 +202,33 @@ def squeeze_pairs(graph: ComputeGraph) -> tuple[SqueezePair, ...]:
 def lbdf_buffer_bound(graph: ComputeGraph, ops: Iterable[int], dtype_bytes: int,
                       pairs: Iterable[SqueezePair] | None = None) -> int:
     """A lower bound of the LBDF F_beta of the convex set `ops` that only grows with the set:
-    its weights, plus the largest tensor a squeeze pair in it forces it to hold whole."""
+    its weights, plus the larger of its ops' window floors (`simulator.cost.lbdf.
+    window_floors`) and the largest tensor a squeeze pair in it forces it to hold whole."""
     mask = sum(1 << o for o in ops)
     pairs = squeeze_pairs(graph) if pairs is None else pairs
     held = max((p.elems for p in pairs if p.mask & mask == p.mask), default=0)
-    return (sum(graph[o].weight_reads for o in bits(mask)) + held) * dtype_bytes
+    window = max((window_floors(graph)[o] for o in bits(mask)), default=0)
+    return (sum(graph[o].weight_reads for o in bits(mask)) + max(held, window)) * dtype_bytes
+
+
+class _Above:
+    """Ops by a value each: `above(t)` is the mask of the ops whose value exceeds t."""
+
+    __slots__ = ("masks", "values")
+
+    def __init__(self, values: Iterable[int]) -> None:
+        by: dict[int, int] = {}
+        for o, v in enumerate(values):
+            by[v] = by.get(v, 0) | 1 << o
+        self.values = sorted(by)
+        masks, acc = [], 0
+        for v in reversed(self.values):  # masks[i]: the ops of value >= values[i]
+            acc |= by[v]
+            masks.append(acc)
+        self.masks = masks[::-1] + [0]
+
+    def above(self, t: int) -> int:
+        return self.masks[bisect.bisect_right(self.values, t)]
 
 
 _BYTE_BITS = tuple(tuple(i for i in range(8) if b >> i & 1) for b in range(256))
@@ -398,6 +424,9 @@ class _Growth:
         members = self.members = self.scheme.fused  # mixed: a set runs if one member runs it
         self.pairs = squeeze_pairs(graph) if any(m.holds_weights for m in members) else ()
         self.pair_g = sum(1 << p.g for p in self.pairs)
+        # per op, the activations an LBDF group holding it holds (0 without such a member)
+        self.window = _Above(window_floors(graph) if any(m.holds_weights for m in members)
+                             else (0,) * len(graph))
         floors = fit_floors(graph, self.hw) if any(m.tiled for m in members) else None
         self.floor_tiles = list(floors.tiles) if floors else [1] * len(graph)
         self.floor_res = list(floors.resident_elems) if floors else [0] * len(graph)
@@ -549,15 +578,20 @@ class _Growth:
         return any(mask & self.whole[m] for m in bits(mask & self.whole_from))
 
     def _over_weights(self, mask: int, weight_bytes: int) -> bool:
-        """A dataflow holding every weight cannot run the set: its weights (with a tensor a
-        squeeze pair holds whole) exceed the buffer; with split buffers, its weights exceed
-        the weight buffer or that tensor the activation buffer."""
+        """A dataflow holding every weight cannot run the set: its weights, with what it holds
+        of its activations at least (a window floor of one of its ops, or a tensor a squeeze
+        pair holds whole), exceed the buffer; with split buffers, its weights exceed the
+        weight buffer or those activations the activation buffer."""
         hw = self.hw
         if weight_bytes > hw.weight_capacity:
             return True
+        d = hw.dtype_bytes
+        room = (hw.activation_capacity if hw.is_split else hw.buffer_bytes - weight_bytes) // d
+        if mask & self.window.above(room):  # an op's window floor alone exceeds the room
+            return True
         if mask & self.pair_g:
             held = max((p.elems for p in self.pairs if p.mask & mask == p.mask), default=0)
-            return not hw.fits(weight_bytes, held * hw.dtype_bytes)
+            return not hw.fits(weight_bytes, held * d)
         return False
 
     def _streams(self, mask: int, weight_bytes: int) -> bool:

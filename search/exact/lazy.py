@@ -370,15 +370,8 @@ class _Search:
             return True
         ops = bits(mask)
         weights = sum(g.weights[o] for o in ops)
-        if g.scheme.holds_weights:  # F_beta >= weights (+ a tensor held whole)
-            if weights * self.d > g.hw.weight_capacity:
-                return True
-            if mask & g.pair_g:
-                held = max((p.elems for p in g.pairs if p.mask & mask == p.mask), default=0)
-                if g.hw.is_split:
-                    return held * self.d > g.hw.activation_capacity
-                return (weights + held) * self.d > g.hw.buffer_bytes
-            return False
+        if g.scheme.holds_weights:  # F_beta >= weights + a window floor or a tensor held whole
+            return g._over_weights(mask, weights * self.d)
         if self.mixed and not g._streams(mask, weights * self.d):
             return False  # a member holding its weights may run a group holding them
         if g._whole_tensors(mask):  # no group that fits holds them (BRR; {} without it)

@@ -34,21 +34,24 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from simulator.cost._lazy import LazyModule
+from simulator.cost.rows import row_deps
 from simulator.cost.traffic import weight_traffic_bytes
 from simulator.cost.types import Failure, GroupCost, timing
 from simulator.hw import LBDF_BUFFERS, HardwareConfigError
 from simulator.scheme import Scheme
-from simulator.workload.graph import ComputeGraph
+from simulator.workload.graph import ComputeGraph, OpKind
 
 if TYPE_CHECKING:
     from simulator.hw import HardwareConfig
 
-__all__ = ["RowOrder", "group_cost", "line_buffer_elems", "peak_row_bytes", "row_order"]
+__all__ = ["RowOrder", "group_cost", "line_buffer_elems", "peak_row_bytes", "row_order",
+           "window_floors"]
 
 
 _k = LazyModule("simulator.cost._lbdf_kernels")  # numba imported on first use
@@ -184,6 +187,39 @@ def line_buffer_elems(graph: ComputeGraph, ops: Sequence[int], granularity: str 
     """
     pixel = _granularity(granularity) == "pixel"
     return int(_schedule(graph, tuple(sorted(ops)), pixel, 0)[0])
+
+
+@lru_cache(maxsize=64)
+def window_floors(graph: ComputeGraph) -> tuple[int, ...]:
+    """Per op, activation elements that every LBDF group holding it holds at once: a floor of
+    F_beta less the weights, at both granularities, that does not depend on the rest of the
+    group (docs/cost-model.md 4.1, "Window floors").
+
+    For op o (not a global pooling, which folds its input rows in as they arrive) and each
+    output row r: the sum, over o's distinct input tensors t, of (rows o's window reads of t
+    for row r, less one) x the elements of a row of t; the floor is the largest such sum.
+
+    Why: every op of an LBDF group computes all its rows. When o computes row r, the rows of
+    t its window reads are produced (every event comes after the rows it reads) and none is
+    released (each lives to the last row of an in-group reader that reads it, o's row r or
+    later). Whole rows: the peak is at least those rows. Pixels: in the block of o's row r
+    those rows are live; a tensor produces at most one row in a block, so a steady tensor's
+    U - 1 whole rows plus pixels, and the rows live at the block's start or end (the trade),
+    keep at least all but one of them; P(G) is the smaller of the two peaks, each at least the
+    floor.
+    """
+    deps = row_deps(graph)
+    out = []
+    for op in graph:
+        spans: dict[int, np.ndarray] = {}
+        if op.kind is not OpKind.GLOBAL_POOL:
+            for slot, ref in enumerate(op.inputs):
+                span = np.asarray(deps.hi[op.id][slot]) - np.asarray(deps.lo[op.id][slot])
+                spans[ref] = span if ref not in spans else np.maximum(spans[ref], span)
+        held = sum((span * deps.row_elems_of[ref] for ref, span in spans.items()),
+                   np.zeros(1, np.int64))
+        out.append(max(int(held.max()), 0))
+    return tuple(out)
 
 
 def _peaks(graph: ComputeGraph, ops: Sequence[int]) -> tuple[int, int]:
