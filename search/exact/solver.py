@@ -72,6 +72,7 @@ from search.exact.candidates import (
     evaluate_set,
     fit_bound,
 )
+from search.exact.descent import descend
 from search.exact.lazy import lazy_search
 from search.exact.relax import labelling_bound
 from search.registry import DEFAULT_EXACT_MAX_COSTED
@@ -665,6 +666,19 @@ def _solve_lazy(graph: ComputeGraph, cache: CostCache, space: CandidateSpace, *,
                                           caps=caps, search="lazy")
                 tail = (f"{tail}: the labelling relaxation's plan is better" if tail
                         else "the labelling relaxation's plan is better")
+        # merges and moves that no set found offered: a descent from each plan known
+        descended, spent = _descents(graph, cache, [salvage.plan, *(
+            inc.plan for inc in incumbents), *(() if relaxed is None or relaxed.plan is None
+                                               else (relaxed.plan,))])
+        if descended is not None and descended.key < (salvage.dram_bytes, salvage.cycles):
+            salvage = _from_incumbent(descended, found, costed=salvage.costed,
+                                      states=salvage.states, seconds=salvage.seconds,
+                                      optimal=False, cap_reason=salvage.cap_reason, bound=None,
+                                      reproducible=salvage.reproducible, caps=caps,
+                                      search="lazy")
+            tail = (f"{tail}: a descent from it is better" if tail
+                    else "a descent from it is better")
+        salvage = replace(salvage, costed=salvage.costed + spent)
         optimal = lower is not None and lower >= salvage.dram_bytes
         claim = (f"; proven optimal all the same ({by}the optimum is >= {lower:,} B)" if optimal
                  else f"; {by}the optimum is >= {lower:,} B" if lower is not None else "")
@@ -696,6 +710,23 @@ def _solve_lazy(graph: ComputeGraph, cache: CostCache, space: CandidateSpace, *,
     return ExactResult(plan=_plan(path), dram_bytes=key[0], cycles=key[1], mbu_bytes=_mbu(path),
                        optimal=optimal, cap_reason=reason,
                        bound_bytes=bound if budget.reason else None, **common)
+
+
+def _descents(graph: ComputeGraph, cache: CostCache,
+              plans: Iterable[PartitionPlan]) -> tuple[Incumbent | None, int]:
+    """The best plan of a descent (`search.exact.descent`) from each of `plans` (valid, each
+    descended once), as an incumbent named ``descent``, and the groups the descents costed."""
+    best, spent, seen = None, 0, set()
+    for plan in plans:
+        if plan in seen:
+            continue
+        seen.add(plan)
+        better, costed = descend(graph, cache, plan)
+        spent += costed
+        inc = plan_incumbent(graph, cache, better, "descent")
+        if inc is not None and (best is None or inc.key < best.key):
+            best = inc
+    return best, spent
 
 
 def _merge(graph: ComputeGraph, cache: CostCache, space: CandidateSpace,

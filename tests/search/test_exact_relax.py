@@ -41,7 +41,8 @@ def test_a_capped_lazy_search_is_proven_by_the_relaxation(hw, monkeypatch):
     """Two branches of three convs, three stages, LBDF at 20,000 B: a set cap stops the lazy
     search far from the optimum; the relaxation's labelling runs at its bound, so the answer
     is that plan, proven, and equal to the uncapped optimum. Without the relaxation the same
-    capped search proves nothing and answers worse."""
+    capped search proves nothing: the descent from its best plan finds the optimum, which its
+    own bound does not reach; without the descent as well, it answers worse."""
     graph = _branches(2, 3, 3)
     exact = optimum(graph, CostCache(graph, hw(20_000), "lbdf"), search="eager")
     caps = ExactCaps(max_sets=len(graph) + 5)
@@ -60,7 +61,13 @@ def test_a_capped_lazy_search_is_proven_by_the_relaxation(hw, monkeypatch):
     monkeypatch.setattr(solver_module, "labelling_bound", lambda *a, **k: None)
     alone = optimum(graph, CostCache(graph, hw(20_000), "lbdf"), caps=caps, search="lazy",
                     incumbents=())
-    assert not alone.optimal and alone.dram_bytes > exact.dram_bytes
+    assert not alone.optimal and alone.source == "descent"
+    assert alone.dram_bytes == exact.dram_bytes > alone.bound_bytes
+    assert "a descent from it is better" in alone.cap_reason
+    monkeypatch.setattr(solver_module, "descend", lambda graph, cache, plan: (plan, 0))
+    neither = optimum(graph, CostCache(graph, hw(20_000), "lbdf"), caps=caps, search="lazy",
+                      incumbents=())
+    assert not neither.optimal and neither.dram_bytes > exact.dram_bytes
 
 
 def test_the_relaxation_is_lbdf_only_and_bounded_in_size(hw):
