@@ -666,10 +666,13 @@ def _solve_lazy(graph: ComputeGraph, cache: CostCache, space: CandidateSpace, *,
                                           caps=caps, search="lazy")
                 tail = (f"{tail}: the labelling relaxation's plan is better" if tail
                         else "the labelling relaxation's plan is better")
-        # merges and moves that no set found offered: a descent from each plan known
-        descended, spent = _descents(graph, cache, [salvage.plan, *(
-            inc.plan for inc in incumbents), *(() if relaxed is None or relaxed.plan is None
-                                               else (relaxed.plan,))])
+        # merges and moves that no set found offered (unless the bound proves the answer): a
+        # descent from each plan known, and from layer by layer (a greedy fusion from scratch,
+        # often another local optimum)
+        descended, spent = (None, 0) if lower is not None and lower >= salvage.dram_bytes \
+            else _descents(graph, cache, [salvage.plan, *(inc.plan for inc in incumbents), *(
+                () if relaxed is None or relaxed.plan is None else (relaxed.plan,)),
+                PartitionPlan.of([o] for o in range(len(graph)))])
         if descended is not None and descended.key < (salvage.dram_bytes, salvage.cycles):
             salvage = _from_incumbent(descended, found, costed=salvage.costed,
                                       states=salvage.states, seconds=salvage.seconds,
