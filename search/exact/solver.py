@@ -669,18 +669,20 @@ def _solve_lazy(graph: ComputeGraph, cache: CostCache, space: CandidateSpace, *,
         # merges and moves that no set found offered (unless the bound proves the answer): a
         # descent from each plan known, and from layer by layer (a greedy fusion from scratch,
         # often another local optimum)
-        descended, spent = (None, 0) if lower is not None and lower >= salvage.dram_bytes \
-            else _descents(graph, cache, [salvage.plan, *(inc.plan for inc in incumbents), *(
-                () if relaxed is None or relaxed.plan is None else (relaxed.plan,)),
-                PartitionPlan.of([o] for o in range(len(graph)))])
+        descended, spent, start = (None, 0, "") if lower is not None \
+            and lower >= salvage.dram_bytes else _descents(graph, cache, [
+                ("that plan", salvage.plan), *((inc.source, inc.plan) for inc in incumbents),
+                *(() if relaxed is None or relaxed.plan is None
+                  else (("the relaxation's plan", relaxed.plan),)),
+                ("layer by layer", PartitionPlan.of([o] for o in range(len(graph))))])
         if descended is not None and descended.key < (salvage.dram_bytes, salvage.cycles):
             salvage = _from_incumbent(descended, found, costed=salvage.costed,
                                       states=salvage.states, seconds=salvage.seconds,
                                       optimal=False, cap_reason=salvage.cap_reason, bound=None,
                                       reproducible=salvage.reproducible, caps=caps,
                                       search="lazy")
-            tail = (f"{tail}: a descent from it is better" if tail
-                    else "a descent from it is better")
+            tail = f"{tail}: a descent from {start} is better" if tail \
+                else f"a descent from {start} is better"
         salvage = replace(salvage, costed=salvage.costed + spent)
         optimal = lower is not None and lower >= salvage.dram_bytes
         claim = (f"; proven optimal all the same ({by}the optimum is >= {lower:,} B)" if optimal
@@ -715,12 +717,13 @@ def _solve_lazy(graph: ComputeGraph, cache: CostCache, space: CandidateSpace, *,
                        bound_bytes=bound if budget.reason else None, **common)
 
 
-def _descents(graph: ComputeGraph, cache: CostCache,
-              plans: Iterable[PartitionPlan]) -> tuple[Incumbent | None, int]:
-    """The best plan of a descent (`search.exact.descent`) from each of `plans` (valid, each
-    descended once), as an incumbent named ``descent``, and the groups the descents costed."""
-    best, spent, seen = None, 0, set()
-    for plan in plans:
+def _descents(graph: ComputeGraph, cache: CostCache, plans: Iterable[tuple[str, PartitionPlan]],
+              ) -> tuple[Incumbent | None, int, str]:
+    """The best plan of a descent (`search.exact.descent`) from each of the named `plans`
+    (valid; a plan named twice descends once), as an incumbent named ``descent``, the groups
+    the descents costed, and the name of the plan it descended from (the first, on a tie)."""
+    best, spent, start, seen = None, 0, "", set()
+    for name, plan in plans:
         if plan in seen:
             continue
         seen.add(plan)
@@ -728,8 +731,8 @@ def _descents(graph: ComputeGraph, cache: CostCache,
         spent += costed
         inc = plan_incumbent(graph, cache, better, "descent")
         if inc is not None and (best is None or inc.key < best.key):
-            best = inc
-    return best, spent
+            best, start = inc, name
+    return best, spent, start
 
 
 def _merge(graph: ComputeGraph, cache: CostCache, space: CandidateSpace,

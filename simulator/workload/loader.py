@@ -267,6 +267,12 @@ def _load_callable(spec: str, shape: tuple[int, ...] | None,
         raise UnknownModelError(f"module {module_name!r} has no attribute {attr!r} "
                                 f"(model {spec!r})") from None
     module = _build(factory, spec)
+    if isinstance(module, ComputeGraph):  # built in the IR (simulator.workload.synthetic)
+        if shape is not None and tuple(shape) != tuple(module.input_shapes[0]):
+            raise InputShapeError(f"model {spec!r} builds its graph in the IR at input shape "
+                                  f"{','.join(map(str, module.input_shapes[0]))}; an input "
+                                  "shape cannot change it")
+        return module
     return import_module_graph(module, shape or DEFAULT_INPUT_SHAPE, attr, allow_opaque)
 
 
@@ -287,11 +293,11 @@ def import_module_graph(module: object, shape: tuple[int, ...], name: str,
             raise err from None
 
 
-def _build(factory: object, spec: str):  # noqa: ANN202 - torch.nn.Module
+def _build(factory: object, spec: str):  # noqa: ANN202 - torch.nn.Module or ComputeGraph
     import torch
 
     module = factory
-    if callable(factory) and not isinstance(factory, torch.nn.Module):
+    if callable(factory) and not isinstance(factory, (torch.nn.Module, ComputeGraph)):
         try:
             module = factory()
         except SystemExit as err:  # builtins:exit, or a factory calling sys.exit
@@ -300,8 +306,8 @@ def _build(factory: object, spec: str):  # noqa: ANN202 - torch.nn.Module
         except Exception as err:  # the user's code: report it in one line
             raise UnknownModelError(f"calling {spec!r} failed: {type(err).__name__}: "
                                     f"{err}") from err
-    if not isinstance(module, torch.nn.Module):
-        raise UnknownModelError(f"{spec!r} did not give a torch.nn.Module "
+    if not isinstance(module, (torch.nn.Module, ComputeGraph)):
+        raise UnknownModelError(f"{spec!r} did not give a torch.nn.Module or a ComputeGraph "
                                 f"(got {type(module).__name__})")
     return module
 

@@ -57,3 +57,17 @@ def test_module_callable_from_the_current_directory(tmp_path, monkeypatch):
         load("not_a_module:build")
     with pytest.raises(UnknownModelError, match="failed: RuntimeError: no weights here"):
         load("my_net:broken")
+
+
+def test_module_callable_may_build_its_graph_in_the_ir():
+    """A factory returning a `ComputeGraph` (the synthetic wide graphs) is taken as it is; an
+    input shape other than its own is refused in one line, its own is accepted."""
+    from simulator.workload.errors import InputShapeError
+    from simulator.workload.synthetic import hrnet_like
+
+    g = load("simulator.workload.synthetic:hrnet_like")
+    assert g == hrnet_like() and len(g) == 225
+    assert load("simulator.workload.synthetic:hrnet_like", "1,3,224,224") == g
+    with pytest.raises(InputShapeError, match="builds its graph in the IR at input shape "
+                                              "1,3,224,224"):
+        load("simulator.workload.synthetic:hrnet_like", "1,3,256,256")
