@@ -345,6 +345,17 @@ class _Closure:
         nbr = [p | s for p, s in zip(pred, succ, strict=True)]
         return cls(tuple(desc), tuple(anc), tuple(nbr), tuple(pred), tuple(succ))
 
+    def hull(self, mask: int) -> int:
+        """The convex hull of the ops of `mask`: they and every op on a path between two of
+        them (a set is convex when it is its own hull)."""
+        if not mask & (mask - 1):
+            return mask
+        desc = anc = 0
+        for o in bits(mask):
+            desc |= self.desc[o]
+            anc |= self.anc[o]
+        return desc & anc
+
 
 def _sum_over(table: list[int], mask: int) -> int:
     """The sum of `table` over the set bits of `mask` (`bits` without the tuple)."""

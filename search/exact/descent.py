@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from search.exact.candidates import _Closure, bits
 from simulator.cost import CostCache
+from simulator.partition import is_acyclic
 from simulator.plan import PartitionPlan
 from simulator.workload.graph import ComputeGraph
 
@@ -40,7 +41,7 @@ class _Descent:
         self.graph, self.cache, self.max_costed = graph, cache, max_costed
         self.closure = _Closure.of(graph)
         self.unfusable = sum(1 << o for o in cache.unfusable)
-        self.edges = [(u, v) for v in range(len(graph)) for u in graph.predecessors(v)]
+        self.edges = list(graph.edges())
         self.keys: dict[int, tuple[int, int] | None] = {}
 
     def key(self, mask: int) -> tuple[int, int] | None:
@@ -59,42 +60,7 @@ class _Descent:
         return out
 
     def convex(self, mask: int) -> bool:
-        c, desc, anc = self.closure, 0, 0
-        for o in bits(mask):
-            desc |= c.desc[o]
-            anc |= c.anc[o]
-        return desc & anc == mask
-
-    def connected(self, mask: int) -> bool:
-        nbr = self.closure.nbr
-        low = mask & -mask
-        seen, frontier = low, low
-        while frontier:
-            grown = 0
-            for o in bits(frontier):
-                grown |= nbr[o]
-            frontier = grown & mask & ~seen
-            seen |= frontier
-        return seen == mask
-
-    def acyclic(self, groups: list[int], owner: list[int]) -> bool:
-        succ: list[set[int]] = [set() for _ in groups]
-        indeg = [0] * len(groups)
-        for u, v in self.edges:
-            a, b = owner[u], owner[v]
-            if a != b and b not in succ[a]:
-                succ[a].add(b)
-                indeg[b] += 1
-        ready = [g for g in range(len(groups)) if not indeg[g]]
-        done = 0
-        while ready:
-            g = ready.pop()
-            done += 1
-            for h in succ[g]:
-                indeg[h] -= 1
-                if not indeg[h]:
-                    ready.append(h)
-        return done == len(groups)
+        return self.closure.hull(mask) == mask
 
 
 class _Spent(Exception):
@@ -153,7 +119,7 @@ def _step(run: _Descent, groups: list[int]) -> bool:
         groups[x], groups[y] = old_x & ~moved, old_y | moved
         for o in bits(moved):
             owner[o] = y
-        if run.acyclic(groups, owner):
+        if is_acyclic(run.graph, owner):
             if kind == 0:  # the merged group is y's; x is empty
                 del groups[x]
             return True
@@ -174,7 +140,7 @@ def _gain(run: _Descent, groups: list[int], kind: int, x: int, y: int,
     else:
         rest, grown = groups[x] & ~(1 << op), groups[y] | 1 << op
         if not rest or not run.convex(grown) or not run.convex(rest) \
-                or not run.connected(rest):
+                or not run.graph.is_weakly_connected(bits(rest)):
             return None
         after = [run.key(rest), run.key(grown)]
     if any(k is None for k in after):

@@ -365,7 +365,7 @@ class _Search:
         Such a group is convex, so it holds the convex hull of `mask` (the ops on a path
         between two of them): every rule below is asked of the hull."""
         g = self.growth
-        mask = self._hull(mask)
+        mask = g.closure.hull(mask)
         if mask & g.unfusable_mask:
             return True
         ops = bits(mask)
@@ -378,17 +378,6 @@ class _Search:
             return True
         return self._dead(mask, weights, max(g.floor_tiles[o] for o in ops),
                           max(g.floor_res[o] for o in ops))
-
-    def _hull(self, mask: int) -> int:
-        """The convex hull of `mask`: its ops and every op on a path between two of them."""
-        if not mask & (mask - 1):
-            return mask
-        c = self.growth.closure
-        desc = anc = 0
-        for o in bits(mask):
-            desc |= c.desc[o]
-            anc |= c.anc[o]
-        return desc & anc
 
     # --- the partial order reduction ------------------------------------------------------
 

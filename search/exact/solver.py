@@ -78,7 +78,7 @@ from search.exact.relax import labelling_bound
 from search.registry import DEFAULT_EXACT_MAX_COSTED
 from simulator.cost import CostCache
 from simulator.cost.traffic import compulsory_bytes
-from simulator.plan import FusionGroup, PartitionPlan
+from simulator.plan import FusionGroup, PartitionPlan, layer_by_layer
 from simulator.scheme import Scheme
 from simulator.workload.graph import ComputeGraph
 
@@ -674,7 +674,7 @@ def _solve_lazy(graph: ComputeGraph, cache: CostCache, space: CandidateSpace, *,
                 ("that plan", salvage.plan), *((inc.source, inc.plan) for inc in incumbents),
                 *(() if relaxed is None or relaxed.plan is None
                   else (("the relaxation's plan", relaxed.plan),)),
-                ("layer by layer", PartitionPlan.of([o] for o in range(len(graph))))])
+                ("layer by layer", layer_by_layer(graph))])
         if descended is not None and descended.key < (salvage.dram_bytes, salvage.cycles):
             salvage = _from_incumbent(descended, found, costed=salvage.costed,
                                       states=salvage.states, seconds=salvage.seconds,
