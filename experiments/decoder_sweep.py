@@ -20,7 +20,7 @@ import csv
 import os
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -54,10 +54,12 @@ def points() -> list[tuple[str, int, int, str]]:
 
 
 def solve_point(phase: str, tokens: int, buffer: int, scheme: str,
-                members: Sequence[PartitionPlan] = ()) -> tuple[dict[str, object], PartitionPlan]:
+                members: Mapping[str, PartitionPlan] | None = None
+                ) -> tuple[dict[str, object], PartitionPlan]:
     """One point's figures (`FIELDS`) and its plan. A hybrid point starts from its own
-    segment DP and greedy plans and from `members`, the LBDF and BRR points' plans (valid
-    hybrid plans), instead of re-solving each member's optimum under the default caps."""
+    segment DP and greedy plans and from `members`, the LBDF and BRR points' plans by scheme
+    (valid hybrid plans), instead of re-solving each member's optimum under the default caps;
+    each is named ``<scheme>_point`` in the reasons ("a descent from lbdf_point")."""
     from search.baselines import greedy_fusion, segment_dp
     from search.exact.solver import optimum, plan_incumbent
     from simulator.cost import CostCache, evaluate_plan
@@ -74,7 +76,7 @@ def solve_point(phase: str, tokens: int, buffer: int, scheme: str,
     if members:  # the hybrid's own segment DP and greedy plans, and the members' plans
         plans = [("segment_dp", segment_dp(graph, cache).plan),
                  ("greedy_fit", greedy_fusion(graph, cache, False)),
-                 *(("member", p) for p in members)]
+                 *((f"{name}_point", p) for name, p in members.items())]
         incumbents = [inc for name, p in plans
                       if (inc := plan_incumbent(graph, cache, p, name)) is not None]
     best = optimum(graph, cache, caps=CAPS, incumbents=incumbents)
@@ -176,8 +178,8 @@ def main(argv: list[str] | None = None) -> int:
     if not args.render_only:
         rows, plans = [], {}
         for phase, tokens, buffer, scheme in points():
-            members = [plans[(phase, tokens, buffer, s)] for s in SCHEMES[:2]] \
-                if scheme == "hybrid" else []
+            members = {s: plans[(phase, tokens, buffer, s)] for s in SCHEMES[:2]} \
+                if scheme == "hybrid" else None
             row, plans[(phase, tokens, buffer, scheme)] = solve_point(phase, tokens, buffer,
                                                                       scheme, members)
             rows.append(row)

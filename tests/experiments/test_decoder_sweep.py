@@ -39,7 +39,7 @@ def test_a_decode_point_is_solved_and_bounded(sweep):
     """llama_tiny_decode@16 at 1 MiB: the weights and a 16-token cache, at most a few rows
     above the compulsory traffic (2,439,169 + 256 x 16 B) and below layer by layer."""
     row, plan = sweep.solve_point("decode", 16, 1 << 20, "lbdf")
-    hybrid, _ = sweep.solve_point("decode", 16, 1 << 20, "hybrid", [plan])
+    hybrid, _ = sweep.solve_point("decode", 16, 1 << 20, "hybrid", {"lbdf": plan})
     assert row["lower_bound_bytes"] == 2_439_169 + 256 * 16
     for r in (row, hybrid):
         assert r["lower_bound_bytes"] <= r["dram_bytes"] < r["lbl_bytes"]
