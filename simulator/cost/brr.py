@@ -46,7 +46,8 @@ if TYPE_CHECKING:
     from simulator.hw import HardwareConfig
 
 __all__ = ["ACCUMULATOR_BYTES", "FitFloors", "OpWeights", "TileCost", "TileRegions",
-           "accumulator_elems", "channels", "chosen_tiling", "dram_lower_bound", "fit_floors",
+           "accumulator_elems", "channels", "chosen_tiling", "dram_lower_bound", "fit_arrays",
+           "fit_floors",
            "group_cost", "incompatibility", "one_tile_floor", "position_needs", "slice_elems",
            "slice_bounds", "tile_cost", "tile_regions", "whole_tensor_rule"]
 
@@ -884,21 +885,26 @@ class FitFloors:
     streamed_elems: tuple[int, ...] = ()
 
 
+@lru_cache(maxsize=16)
 def fit_floors(graph: ComputeGraph, hw: HardwareConfig) -> FitFloors:
-    """The `FitFloors` of `graph` on `hw` (docs/exact.md, "The BRR fit bound").
+    """The `FitFloors` of `graph` on `hw` (docs/exact.md, "The BRR fit bound"); memoised
+    (every search of one instance asks for them).
 
     Proof sketch: in every BRR group S holding op o and for every tile count T, some tile
     needs at least M_T(o) rows of o's tensor (`_most_rows_any`) and ``win(M_T(o))`` of each
     of o's inputs (`_op_activations`), all held at o's position with at least one output
     channel's slice of o's weights; or, o input-sliced (its input entering, so with its row
     in flight), one channel of its input region, its output as partial sums and one input
-    channel's slice. So a fitting configuration has T >= tiles[o] for every o of S, and its
-    resident weights are at most the buffer less act_T(o) >= resident_elems[o]; the weights
-    that cannot be resident are re-read by each of the T - 1 extra tiles.
+    channel's slice. On top of either, the row allowances and tensors S's boundary forces
+    next to o (`_boundary_floors`, Lemma 5), and, where that does not let o fit at T, the
+    rows each tile needs at their places (`_placed_floors`, Lemma 6). So a fitting
+    configuration has T >= tiles[o] for every o of S, and its resident weights are at most
+    the buffer less act_T(o) >= resident_elems[o]; the weights that cannot be resident are
+    re-read by each of the T - 1 extra tiles.
     """
-    act, need = _op_floors(graph, accumulator_elems(hw.dtype_bytes))
+    act, need = fit_arrays(graph, hw)
     limit = hw.buffer_bytes // hw.dtype_bytes
-    fits = need <= limit  # non-increasing floors: fits from a T on
+    fits = need <= limit
     first = np.where(fits.any(axis=1), fits.argmax(axis=1) + 1, 0)
     weights = np.array([op.weight_reads for op in graph], dtype=np.int64)[:, None]
     over = np.maximum(weights + act - limit, 0)
@@ -907,8 +913,312 @@ def fit_floors(graph: ComputeGraph, hw: HardwareConfig) -> FitFloors:
     extra = over * np.arange(act.shape[1], dtype=np.int64)[None, :]  # x (T - 1)
     streamed = np.where(fits, extra, 0).max(axis=1)  # an op that fits nowhere: 0
     streamed = np.where(fits, extra, streamed[:, None]).min(axis=1)
-    return FitFloors(tuple(int(t) for t in first), tuple(int(x) for x in act[:, -1]),
+    return FitFloors(tuple(int(t) for t in first), tuple(int(x) for x in act.min(axis=1)),
                      tuple(int(x) for x in streamed))
+
+
+def fit_arrays(graph: ComputeGraph, hw: HardwareConfig) -> tuple[np.ndarray, np.ndarray]:
+    """(act, need)[o, T-1]: the activation elements, and the activation plus weight elements,
+    that some tile of T tiles holds at least at o's position in every group holding o that
+    fits at T (`fit_floors` reads its floors from them): `_op_floors` raised by
+    `_boundary_floors` and `_placed_floors`."""
+    act, need, up, ok = _boundary_floors(graph, hw)
+    _placed_floors(graph, hw, act, need, up, ok)
+    return act, need
+
+
+BOUNDARY_ROUNDS = 4
+"""Rounds of `_boundary_floors`: each round's tile floors decide which ops the next may
+leave out of a group that fits."""
+
+
+def _allowance(deps: RowDeps, ref: int) -> int:
+    """R(t): the row allowance of tensor `ref` entering or leaving a group (one row, if it
+    has more than one)."""
+    return deps.row_elems_of[ref] if deps.height_of[ref] > 1 else 0
+
+
+def _boundary_floors(graph: ComputeGraph, hw: HardwareConfig
+                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(act, need, up, ok)[o, T-1]: `_op_floors` with what the group's boundary adds next to
+    o in every group S holding o that fits at T (docs/exact.md, Lemma 5); up is U_T(o) below
+    and ok whether o may be in a group that fits at T (its need within the buffer). An op
+    that cannot fit at T is outside every such S, so:
+
+    * upstream, U_T(o) = the largest over o's inputs x of V_T(x), where V_T(x) = R(x) (the row
+      allowance of an entering tensor: one row if it has more than one) when x is a network
+      input or its producer p cannot fit at T, else min(R(x), U_T(p)): x enters S, or p is in
+      S and its own inputs' terms hold (every term counts an entering tensor read by o or an
+      ancestor of o, held throughout every tile);
+    * downstream, D_T(o) = R(o) when o's tensor leaves S (a network output, or a reader cannot
+      fit at T), else the smaller of R(o) and, for the reader c that makes o's row floor
+      (`_most_rows_any`, the smallest over ties), the sum over c's other inputs y that no
+      op of o's ancestors (o included) reads: R(y) when y's producer comes before o (y held at
+      o's position, or entering with its row in flight) or y must enter (a network input, a
+      producer that cannot fit), else 0. In the tile where c needs its rows, c reads rows of
+      every y.
+
+    act gains U + D with o's whole input, D input-sliced (that form's entering input already
+    holds its row in flight); need the same. Both are then made non-increasing in T (the least
+    over every smaller T, at most the floor at T), and the tile floors recomputed,
+    BOUNDARY_ROUNDS times at most."""
+    acc = accumulator_elems(hw.dtype_bytes)
+    deps = row_deps(graph)
+    most = _most_rows_any(graph)
+    n, tallest = most.shape
+    tiles = np.arange(1, tallest + 1, dtype=np.int64)
+    whole = _op_activations(graph)
+    w_need, s_act, s_need = _slice_forms(
+        graph, acc, most, whole, lambda op, x: _read_by(graph, op.id, x, most[op.id], tiles))
+    act, need = np.minimum(whole, s_act), np.minimum(w_need, s_need)
+    limit = hw.buffer_bytes // hw.dtype_bytes
+    above = _read_above(graph)
+    rows_of = {(c, o): _read_by(graph, c, o, most[c], tiles) for o in range(n)
+               for c in graph.successors(o)}
+    up = np.zeros((n, tallest), dtype=np.int64)
+    for _ in range(BOUNDARY_ROUNDS):
+        ok = need <= limit
+        up = np.zeros((n, tallest), dtype=np.int64)
+        entering: dict[int, np.ndarray] = {}  # V_T of each tensor
+        for op in graph:
+            o = op.id
+            for ref in dict.fromkeys(op.inputs):
+                if ref not in entering:  # a network input
+                    entering[ref] = np.full(tallest, _allowance(deps, ref), dtype=np.int64)
+                np.maximum(up[o], entering[ref], out=up[o])
+            r = _allowance(deps, o)
+            entering[o] = np.where(ok[o], np.minimum(r, up[o]), r)
+        down = np.zeros((n, tallest), dtype=np.int64)
+        for op in graph:
+            o, r = op.id, _allowance(deps, op.id)
+            cs = graph.successors(o)
+            if o in graph.output_set:
+                down[o] = r
+                continue
+            if not cs or not r:
+                continue
+            reads = np.array([rows_of[(c, o)] for c in cs])
+            top = reads.max(axis=0)
+            side = np.full(tallest, r, dtype=np.int64)
+            for k, c in enumerate(cs):
+                held = np.zeros(tallest, dtype=np.int64)
+                for y in dict.fromkeys(graph[c].inputs):
+                    if y == o or y in above[o]:
+                        continue
+                    if 0 <= y < o:
+                        held += _allowance(deps, y)
+                    else:
+                        held += np.where(ok[y] if y >= 0 else False, 0, _allowance(deps, y))
+                side = np.where((reads[k] == top) & (top > 0), np.minimum(side, held), side)
+            side = np.where(top > 0, side, 0)
+            down[o] = np.where(~ok[list(cs)].all(axis=0), r, side)
+        new_act = np.minimum.accumulate(np.minimum(whole + up + down, s_act + down), axis=1)
+        new_need = np.minimum.accumulate(np.minimum(w_need + up + down, s_need + down), axis=1)
+        new_act, new_need = np.maximum(act, new_act), np.maximum(need, new_need)
+        if (new_need == need).all() and (new_act == act).all():
+            break
+        act, need = new_act, new_need
+    return act, need, up, need <= limit
+
+
+@lru_cache(maxsize=8)
+def _read_above(graph: ComputeGraph) -> tuple[frozenset[int], ...]:
+    """Per op o, the tensors that o or an ancestor of o reads."""
+    above: list[frozenset[int]] = []
+    for op in graph:
+        mine = set(op.inputs)
+        for ref in op.inputs:
+            if ref >= 0:
+                mine |= above[ref]
+        above.append(frozenset(mine))
+    return tuple(above)
+
+
+PLACED_SCAN = (2, 6, 16)
+"""The tile counts `_placed_floors` tries per op, from its first fitting one: the first 2,
+then up to 6, then up to 16, each round for the ops the rounds before left unable to fit (a
+count it does not try keeps the other floors: each is a floor on its own)."""
+
+
+def _placed_floors(graph: ComputeGraph, hw: HardwareConfig, act: np.ndarray,
+                   need: np.ndarray, up: np.ndarray, ok: np.ndarray) -> None:
+    """Raise `act` and `need` (in place) with the rows every tile needs at their places
+    (docs/exact.md, Lemma 6), at each op's tile counts from its first fitting one
+    (PLACED_SCAN).
+
+    Tile j of T needs, in every group S holding o, at least the rows I_j(o) of o's tensor:
+    band j, [jH/T, (j+1)H/T), if o is a network output; else band j intersected with the hull
+    of what o's readers' rows I_j(c) read of it (a useful global pooling: its input's band j),
+    as o's tensor either leaves S (the tile needs its band) or every reader is in S (the tile
+    needs what they read; the propagation only widens). At o's position that tile holds those
+    rows of o, the input rows they read, U_T(o), and D_j: R(o) if o's tensor must leave, else
+    the least of R(o) and the sum over the other inputs y of o's readers (no ancestor of o
+    reading them) of R(y) where y must enter, or y comes before o and a reader of o reading y
+    needs rows of tile j (y held at o's position, or its row in flight). The floor is the
+    largest over the tiles with o's whole input, and the same input-sliced, the smaller of
+    the two."""
+    limit = hw.buffer_bytes // hw.dtype_bytes
+    first = np.where(ok.any(axis=1), ok.argmax(axis=1) + 1, 0)
+    tallest = act.shape[1]
+    deps = row_deps(graph)
+
+    def most_at_one(op: Op) -> int:
+        """What o's position may hold at most in one tile: every row of its tensor and
+        inputs, U_1 and R(o), and its whole weights (the placed floor cannot exceed it)."""
+        elems = deps.height_of[op.id] * deps.row_elems_of[op.id] + sum(
+            deps.height_of[x] * deps.row_elems_of[x] for x in set(op.inputs))
+        return elems + int(up[op.id, 0]) + _allowance(deps, op.id) + op.weight_reads
+
+    # at one tile no weight is re-read, so the floor matters there only if it may not fit
+    left = [op.id for op in graph if first[op.id] and op.kind is not OpKind.GLOBAL_POOL
+            and (first[op.id] > 1 or most_at_one(op) > limit)]
+    acc = accumulator_elems(hw.dtype_bytes)
+    done = 0
+    for upto in PLACED_SCAN:
+        todo = {o: range(int(first[o]) + done, min(int(first[o]) + upto, tallest + 1))
+                for o in left}
+        todo = {o: ts for o, ts in todo.items() if len(ts)}
+        counts = sorted({t for ts in todo.values() for t in ts})
+        if not counts:
+            return
+        cols = _Columns(counts)
+        rows = _tile_rows(graph, cols)
+        left = []
+        for o, ts in todo.items():
+            a, nd = _placed_at(graph, deps, acc, o, cols, rows, ts, up[o], ok)
+            at = np.arange(ts.start - 1, ts.stop - 1)
+            act[o, at] = np.maximum(act[o, at], a)
+            need[o, at] = np.maximum(need[o, at], nd)
+            if (need[o, at] > limit).all():
+                left.append(o)
+        done = upto
+
+
+class _Columns:
+    """The tiles of several tile counts side by side: column k is tile jj[k] of tt[k] tiles;
+    the tiles of count T are the columns start[T] .. start[T] + T - 1."""
+
+    def __init__(self, counts: Sequence[int]) -> None:
+        self.tt = np.repeat(np.array(counts, dtype=np.int64), counts)
+        self.start: dict[int, int] = {}
+        at = 0
+        for t in counts:
+            self.start[t] = at
+            at += t
+        self.jj = np.arange(at, dtype=np.int64) - np.repeat(
+            np.array([self.start[t] for t in counts], dtype=np.int64), counts)
+
+    def band(self, h: int) -> tuple[np.ndarray, np.ndarray]:
+        """Band j of a tensor of height h in every column: [jh/T, (j+1)h/T)."""
+        return (self.jj * h) // self.tt, ((self.jj + 1) * h) // self.tt
+
+
+def _tile_rows(graph: ComputeGraph, cols: _Columns) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+    """I_j(o) for every op o and column of `cols` (Lemma 6): (first, end) arrays over the
+    columns, the rows [first, end) every group holding o needs of its tensor in that tile
+    (empty where first >= end)."""
+    deps = row_deps(graph)
+    useful = _useful(graph)
+    width = len(cols.tt)
+    out: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+    for op in reversed(list(graph)):
+        o, h = op.id, deps.height_of[op.id]
+        band = cols.band(h)
+        if o in graph.output_set:
+            out[o] = band
+            continue
+        if op.kind is OpKind.GLOBAL_POOL:  # one row, in every tile once it is needed
+            out[o] = (np.zeros(width, dtype=np.int64),
+                      np.full(width, int(o in useful), dtype=np.int64))
+            continue
+        lo_hull = np.full(width, h, dtype=np.int64)
+        hi_hull = np.zeros(width, dtype=np.int64)
+        for c in graph.successors(o):
+            reader = graph[c]
+            if reader.kind is OpKind.GLOBAL_POOL:
+                if c in useful:
+                    np.minimum(lo_hull, band[0], out=lo_hull)
+                    np.maximum(hi_hull, band[1], out=hi_hull)
+                continue
+            cf, ce = out[c]
+            needed = cf < ce
+            if not needed.any():
+                continue
+            hc = deps.height_of[c]
+            a = np.clip(cf, 0, hc - 1)
+            z = np.clip(ce - 1, 0, hc - 1)
+            for slot, ref in enumerate(reader.inputs):
+                if ref == o:
+                    lo, hi = deps.lo[c][slot], deps.hi[c][slot]
+                    lo_hull = np.where(needed, np.minimum(lo_hull, lo[a]), lo_hull)
+                    hi_hull = np.where(needed, np.maximum(hi_hull, hi[z] + 1), hi_hull)
+        out[o] = (np.maximum(band[0], lo_hull), np.minimum(band[1], hi_hull))
+    return out
+
+
+def _placed_at(graph: ComputeGraph, deps: RowDeps, acc: int, o: int, cols: _Columns,
+               rows: dict[int, tuple[np.ndarray, np.ndarray]], ts: range, up: np.ndarray,
+               ok: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(act, need) of op o at the tile counts `ts` from the rows of Lemma 6
+    (`_placed_floors`), each the largest over that count's tiles."""
+    op = graph[o]
+    lo_col = cols.start[ts.start]
+    sel = slice(lo_col, cols.start[ts.stop - 1] + ts.stop - 1)
+    tt = cols.tt[sel]
+    f, e = rows[o][0][sel], rows[o][1][sel]
+    needed = f < e
+    count = np.where(needed, e - f, 0)
+    h = deps.height_of[o]
+    a = np.clip(f, 0, h - 1)
+    z = np.clip(e - 1, 0, h - 1)
+    inputs: dict[int, np.ndarray] = {}
+    for slot, ref in enumerate(op.inputs):
+        lo, hi = deps.lo[o][slot], deps.hi[o][slot]
+        span = np.where(needed, hi[z] - lo[a] + 1, 0)
+        inputs[ref] = np.maximum(inputs.get(ref, 0), span)
+    # D_j: what the far side of o's tensor holds next to it
+    r = _allowance(deps, o)
+    readers = graph.successors(o)
+    fits_at = ok[:, tt - 1]  # per op, per column: may be in a group that fits at that count
+    if o in graph.output_set:
+        down = np.full(len(tt), r, dtype=np.int64)
+    elif not readers or not r:
+        down = np.zeros(len(tt), dtype=np.int64)
+    else:
+        above = _read_above(graph)[o]
+        held = np.zeros(len(tt), dtype=np.int64)
+        seen: set[int] = set()
+        for c in readers:
+            for y in graph[c].inputs:
+                if y == o or y in above or y in seen:
+                    continue
+                seen.add(y)
+                ry = _allowance(deps, y)
+                enters = np.ones(len(tt), dtype=bool) if y < 0 else ~fits_at[y]
+                if 0 <= y < o:  # held while a reader of both needs rows of the tile
+                    for c2 in readers:
+                        if y in graph[c2].inputs:
+                            enters |= rows[c2][0][sel] < rows[c2][1][sel]
+                held += np.where(enters, ry, 0)
+        leaves = ~fits_at[list(readers)].all(axis=0)
+        down = np.where(leaves, r, np.minimum(r, held))
+    whole = count * deps.row_elems_of[o] + sum(
+        v * deps.row_elems_of[ref] for ref, v in inputs.items()) + down
+    offsets = np.array([cols.start[t] - lo_col for t in ts], dtype=np.int64)
+    act = np.maximum.reduceat(whole, offsets) + up[ts.start - 1:ts.stop - 1]
+    need = act.copy()
+    if op.weight_reads:
+        need += slice_elems(op.weight_reads, channels(op.output_shape), 0, 1)
+        chans = _in_sliceable(op)
+        if chans:
+            x = op.inputs[0]
+            sliced = (acc * count * deps.row_elems_of[o]
+                      + inputs[x] * (deps.row_elems_of[x] // chans)
+                      + (deps.row_elems_of[x] if deps.height_of[x] > 1 else 0) + down)
+            s_act = np.maximum.reduceat(sliced, offsets)
+            need = np.minimum(need, s_act + slice_elems(op.weight_reads, chans, 0, 1))
+            act = np.minimum(act, s_act)
+    return act, need
 
 
 @lru_cache(maxsize=8)
@@ -927,6 +1237,7 @@ def _op_floors(graph: ComputeGraph, acc: int) -> tuple[np.ndarray, np.ndarray]:
                         lambda op, x: _read_by(graph, op.id, x, most[op.id], tiles))
 
 
+
 def _with_slices(graph: ComputeGraph, acc: int, rows: np.ndarray, act: np.ndarray,
                  read: Callable[[Op, int], np.ndarray | int]) -> tuple[np.ndarray, np.ndarray]:
     """(act, need) from the whole-input activation floors `act` of each op at `rows` rows of
@@ -935,9 +1246,23 @@ def _with_slices(graph: ComputeGraph, acc: int, rows: np.ndarray, act: np.ndarra
     each), one channel of its input's `read(op, input)` rows, the input's row in flight and
     one input channel's slice of weights, whichever is less (docs/exact.md, Lemmas 3 and 4).
     """
+    need, s_act, s_need = _slice_forms(graph, acc, rows, act, read)
+    return np.minimum(act, s_act), np.minimum(need, s_need)
+
+
+_NO_SLICES = np.iinfo(np.int64).max // 4
+"""The input-sliced floors of an op that cannot run input-sliced (never the smaller form)."""
+
+
+def _slice_forms(graph: ComputeGraph, acc: int, rows: np.ndarray, act: np.ndarray,
+                 read: Callable[[Op, int], np.ndarray | int]
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """`_with_slices`' two forms apart: (need with the whole input, act input-sliced, need
+    input-sliced); the input-sliced ones are `_NO_SLICES` for an op that cannot be."""
     deps = row_deps(graph)
-    floor = act.copy()
     need = act.copy()
+    s_act = np.full_like(act, _NO_SLICES)
+    s_need = s_act.copy()
     for op in graph:
         if not op.weight_reads:
             continue
@@ -945,13 +1270,11 @@ def _with_slices(graph: ComputeGraph, acc: int, rows: np.ndarray, act: np.ndarra
         chans = _in_sliceable(op)
         if chans:
             x = op.inputs[0]
-            alt = (acc * rows[op.id] * deps.row_elems_of[op.id]
-                   + read(op, x) * (deps.row_elems_of[x] // chans)
-                   + (deps.row_elems_of[x] if deps.height_of[x] > 1 else 0))
-            np.minimum(floor[op.id], alt, out=floor[op.id])
-            np.minimum(need[op.id], alt + slice_elems(op.weight_reads, chans, 0, 1),
-                       out=need[op.id])
-    return floor, need
+            s_act[op.id] = (acc * rows[op.id] * deps.row_elems_of[op.id]
+                            + read(op, x) * (deps.row_elems_of[x] // chans)
+                            + (deps.row_elems_of[x] if deps.height_of[x] > 1 else 0))
+            s_need[op.id] = s_act[op.id] + slice_elems(op.weight_reads, chans, 0, 1)
+    return need, s_act, s_need
 
 
 def whole_tensor_rule(graph: ComputeGraph, hw: HardwareConfig) -> dict[int, int]:

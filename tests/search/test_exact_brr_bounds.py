@@ -29,16 +29,19 @@ from simulator.cost.brr import (
     accumulator_elems,
     chosen_tiling,
     dram_lower_bound,
+    fit_arrays,
     fit_floors,
     group_cost,
     incompatibility,
     position_needs,
+    tile_cost,
     tile_regions,
 )
 from simulator.cost.rows import row_deps
 from simulator.cost.traffic import compulsory_bytes
 from simulator.hw import load_hw
 from simulator.workload.loader import load_zoo
+from simulator.workload.synthetic import hrnet_like
 from tests.search.test_exact import _grown_convex
 
 _ZOO = ("resnet50", "mobilenet_v2", "squeezenet1_0", "efficientnet_b0",
@@ -121,6 +124,69 @@ def test_fit_bounds_never_exceed_f_d(model, buffer, at, steps):
         assert needs[pos].max() >= act[o, tiling.tiles - 1] + tiling.resident_elems
     rereads = tiling.weight_read_elems - sum(graph[o].weight_reads for o in ops)
     assert sum(floors.streamed_elems[o] for o in ops) <= rereads
+
+
+_HRNET = hrnet_like(resolution=64, name="hrnet_like_64")
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(model=st.sampled_from(("hrnet_like", "resnet50", "mobilenet_v2", "squeezenet1_0",
+                              "efficientnet_b0", "vit_b_16")),
+       buffer=st.sampled_from(("8KiB", "16KiB", "64KiB", "256KiB")),
+       at=st.integers(0, 10_000), steps=st.lists(st.integers(0, 50), min_size=0, max_size=30),
+       t=st.integers(1, 64))
+def test_boundary_and_placed_floors_hold_in_every_group_that_fits(model, buffer, at, steps, t):
+    """Lemmas 5 and 6 (`fit_arrays`): at the tile count the cost model picks and at a random
+    one, a configuration of a random convex group that fits holds, at each op's position in
+    some tile, at least the op's need floor, and its activation floor next to the resident
+    weights; so the group's tile count is at least every op's floor tile count. hrnet_like
+    (at 64 x 64) has the branches whose neighbours force rows onto an op's position; small
+    buffers make the floors bind."""
+    graph = _HRNET if model == "hrnet_like" else load_zoo(model)
+    ops = _grown_convex(graph, at % len(graph), steps)
+    if incompatibility(graph, ops):
+        return
+    hw = load_hw("edge-npu", {"buffer": buffer})
+    limit = hw.buffer_bytes // hw.dtype_bytes
+    act, need = fit_arrays(graph, hw)
+    floors = fit_floors(graph, hw)
+    tallest = max(row_deps(graph).height_of[o] for o in ops)
+    chosen = chosen_tiling(graph, ops, hw)
+    tilings = [tile_cost(graph, ops, min(t, tallest), hw)]
+    if chosen is not None and chosen.buffer_elems <= limit:
+        tilings.append(chosen)
+        assert chosen.tiles >= max(floors.tiles[o] for o in ops)
+    for tiling in tilings:
+        if tiling.buffer_elems > limit:
+            continue  # the floors hold for the groups that fit
+        needs = position_needs(graph, ops, tiling)
+        for pos, o in enumerate(ops):
+            assert needs[pos].max() >= need[o, tiling.tiles - 1], (o, tiling.tiles)
+            assert needs[pos].max() >= act[o, tiling.tiles - 1] + tiling.resident_elems
+
+
+@pytest.mark.parametrize(("model", "buffer"), [("hrnet_like", "16KiB"), ("hrnet_like", "64KiB"),
+                                               ("efficientnet_b0", "64KiB"),
+                                               ("mobilenet_v2", "128KiB")])
+def test_every_op_that_runs_alone_fits_its_floors(model, buffer):
+    """An op that is not unfusable runs alone, so its floor tile count is at least 1 and at
+    most the count its own group runs at (Lemmas 5 and 6 never rule out a group that runs);
+    and the boundary and placed floors do raise some op's floor tile count on these
+    instances, the depthwise convolutions read by squeeze-and-excitation blocks above all."""
+    graph = _HRNET if model == "hrnet_like" else load_zoo(model)
+    hw = load_hw("edge-npu", {"buffer": buffer})
+    cache = CostCache(graph, hw, "brr")
+    floors = fit_floors(graph, hw)
+    for op in graph:
+        if op.id in cache.unfusable:
+            continue
+        cost = cache.run((op.id,))
+        assert cost.fits
+        assert 1 <= floors.tiles[op.id] <= cost.tiles, (op.name, floors.tiles[op.id], cost.tiles)
+    act, need = _op_floors(graph, accumulator_elems(hw.dtype_bytes))
+    fits = need <= hw.buffer_bytes // hw.dtype_bytes
+    before = np.where(fits.any(axis=1), fits.argmax(axis=1) + 1, 0)
+    assert any(t > b > 0 for t, b in zip(floors.tiles, before, strict=True))
 
 
 @pytest.mark.parametrize(("model", "buffer"), [("resnet18", "64KiB"), ("resnet18", "512KiB"),
