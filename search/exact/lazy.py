@@ -32,9 +32,11 @@ whose connected convex sets alone exceed the set cap (a transformer under BRR at
   ops (their weights, network outputs, one read of every tensor they read), plus a write and a
   read of every tensor whose producer cannot share a group with one of its consumers, and one
   read per member of a clique of consumers that pairwise cannot share a group, and under BRR
-  the weights each unplaced op must stream at least (`streaming_floors`). It is
-  consistent over the arcs that may run (proof in docs/exact.md), so the A* of the eager search
-  runs as it is: lazy costing of sets, BRR fit bounds, caps counting work.
+  the weights each unplaced op must stream at least (`streaming_floors`); and, where it is
+  larger, the chains' bound (`search.exact.chains`: the cuts that weights force along paths
+  of ops). Both are consistent over the arcs that may run (proofs in docs/exact.md), and so is
+  their maximum, so the A* of the eager search runs as it is: lazy costing of sets, BRR fit
+  bounds, caps counting work.
 * **The incumbent's bound** (BRR): a plan holding a set S' of two or more ops placed at a
   settled state S costs at least g(S) + h(S) + (weights that cannot stay resident) x (tiles -
   1) of any subset of S' (`CandidateSpace.lb_fit`: both factors only grow with the set); a set
@@ -65,6 +67,7 @@ from search.exact.candidates import (
     evaluate_set,
     fit_bound,
 )
+from search.exact.chains import ChainBound
 from simulator.cost import CostCache
 from simulator.workload.graph import ComputeGraph
 
@@ -155,6 +158,7 @@ class _Heuristic:
         flat: dict[str, list[int]] = {"cons": [], "q": [], "near": [], "far": []}
         starts: dict[str, list[int]] = {key: [] for key in flat}
         size, producer, written, unf_reader, netout = [], [], [], [], []
+        self.refs: list[int] = []  # the tensor of each term
         for ref, readers in sorted(consumers.items()):
             fusable = [c for c in readers if fus[c]]
             p_fusable = ref >= 0 and bool(fus[ref])
@@ -173,6 +177,7 @@ class _Heuristic:
                 starts[key].append(len(flat[key]))
                 flat[key].extend(items)
             size.append(graph.tensor_elems(ref) * d)
+            self.refs.append(ref)
             producer.append(ref if p_fusable else -1)
             written.append(not p_fusable)
             unf_reader.append(unfusable_reader)
@@ -184,7 +189,16 @@ class _Heuristic:
         self.written = np.array(written, dtype=bool)
         self.unf_reader = np.array(unf_reader, dtype=bool)
         self.netout = np.array(netout, dtype=bool)
-        self.cache: dict[int, tuple[tuple[int, int], int]] = {}
+        self.cache: dict[int, tuple[tuple[int, int], int, int]] = {}
+        self.chains: ChainBound | None = None
+        self.size_free = self.size  # the terms' sizes with the chains' own tensors left out
+
+    def attach(self, chains: ChainBound) -> None:
+        """Take the larger of this bound and the chains' (`search.exact.chains`) from now on:
+        the terms of the tensors that are no chain's own, the fixed part and the chains' D."""
+        self.chains = chains
+        self.size_free = np.where([r in chains.owned_refs for r in self.refs], 0, self.size)
+        self.cache.clear()
 
     def _count(self, key: str, unplaced: np.ndarray) -> np.ndarray:
         cs = np.concatenate(([0], np.cumsum(unplaced[self.flat[key]], dtype=np.int64)))
@@ -193,7 +207,7 @@ class _Heuristic:
 
     def __call__(self, placed: int) -> tuple[int, int]:
         """(DRAM, cycles) left at least after `placed`, the weight streaming floors
-        included in the DRAM."""
+        included in the DRAM, and the chains' bound where it is larger."""
         return self._both(placed)[0]
 
     def compulsory(self, placed: int) -> int:
@@ -201,13 +215,19 @@ class _Heuristic:
         incumbent's bound adds a set's own streaming to, docs/exact.md)."""
         return self._both(placed)[1]
 
-    def _both(self, placed: int) -> tuple[tuple[int, int], int]:
+    def streamed(self, placed: int) -> int:
+        """The DRAM part with the weight streaming floors, without the chains' bound: what the
+        incumbent's bound (b) takes a set's own floors from (docs/exact.md)."""
+        return self._both(placed)[2]
+
+    def _both(self, placed: int) -> tuple[tuple[int, int], int, int]:
         hit = self.cache.get(placed)
         if hit is not None:
             return hit
         raw = np.frombuffer(placed.to_bytes(self.nbytes, "little"), dtype=np.uint8)
         unplaced = 1 - np.unpackbits(raw, bitorder="little")[:self.n].astype(np.int64)
-        dram = int(self.base @ unplaced)
+        fixed = int(self.base @ unplaced)
+        dram = free = fixed
         if len(self.size):
             any_reader = self._count("cons", unplaced) > 0
             q = self._count("q", unplaced)
@@ -219,14 +239,19 @@ class _Heuristic:
             write = ((reads > 0) | self.unf_reader) & ~self.netout
             traffic = np.where(pending, reads + write, done_reads)
             dram += int(self.size @ traffic)
+            free += int(self.size_free @ traffic)
         # the cycles bound reads the compulsory part only (as proven before the floors)
         cycles = max(int(self.macs @ unplaced) // self.macs_per_cycle,
                      int(dram // self.bandwidth) + (self.latency if dram else 0))
         # the unfusable ops still to run alone, at their exact cost
-        dram += int(self.alone_dram @ unplaced)
+        alone = int(self.alone_dram @ unplaced)
+        dram += alone
         cycles += int(self.alone_cycles @ unplaced)
-        stream = int(self.stream @ unplaced)
-        self.cache[placed] = out = ((dram + stream, cycles), dram)
+        full = dram + int(self.stream @ unplaced)
+        best = full
+        if self.chains is not None:
+            best = max(full, free + alone + self.chains(placed))
+        self.cache[placed] = out = ((best, cycles), dram, full)
         return out
 
 
@@ -311,7 +336,9 @@ class _Search:
         # the incumbent's bounds while the heuristic is built: plan >= 0 + ...
         self.start_h = self.start_full = 0
         self.h = _Heuristic(self.graph, g, self._never)
-        self.start_h, self.start_full = self.h.compulsory(0), self.h(0)[0]
+        self.start_h, self.start_full = self.h.compulsory(0), self.h.streamed(0)
+        if not self.mixed:  # the chains' bound (search.exact.chains), asked at full strength
+            self.h.attach(ChainBound(self.graph, g, self._never))
         self.known: dict[int, Candidate | None] = {}
         self.fit: dict[int, int | None] = {}
         self.touched: set[int] = set()
@@ -479,7 +506,7 @@ class _Search:
         # a set placed here costs at least its lower bound, so a plan through here holding it
         # costs at least g + h of here plus the set's weight re-reads (`_dead`)
         floor = (self.g[placed][0] + self.h.compulsory(placed),
-                 self.g[placed][0] + self.h(placed)[0])
+                 self.g[placed][0] + self.h.streamed(placed))
         for z in self._reduced(placed):
             e = g._single(z)
             if e[0] not in seen:
