@@ -967,10 +967,8 @@ def _boundary_floors(graph: ComputeGraph, hw: HardwareConfig
     most = _most_rows_any(graph)
     n, tallest = most.shape
     tiles = np.arange(1, tallest + 1, dtype=np.int64)
-    whole = _op_activations(graph)
-    w_need, s_act, s_need = _slice_forms(
-        graph, acc, most, whole, lambda op, x: _read_by(graph, op.id, x, most[op.id], tiles))
-    act, need = np.minimum(whole, s_act), np.minimum(w_need, s_need)
+    whole, w_need, s_act, s_need = _op_forms(graph, acc)
+    act, need = (a.copy() for a in _op_floors(graph, acc))  # raised in place after (cached)
     limit = hw.buffer_bytes // hw.dtype_bytes
     above = _read_above(graph)
     rows_of = {(c, o): _read_by(graph, c, o, most[c], tiles) for o in range(n)
@@ -1211,10 +1209,7 @@ def _placed_at(graph: ComputeGraph, deps: RowDeps, acc: int, o: int, cols: _Colu
         need += slice_elems(op.weight_reads, channels(op.output_shape), 0, 1)
         chans = _in_sliceable(op)
         if chans:
-            x = op.inputs[0]
-            sliced = (acc * count * deps.row_elems_of[o]
-                      + inputs[x] * (deps.row_elems_of[x] // chans)
-                      + (deps.row_elems_of[x] if deps.height_of[x] > 1 else 0) + down)
+            sliced = _sliced_act(deps, acc, op, chans, count, inputs[op.inputs[0]]) + down
             s_act = np.maximum.reduceat(sliced, offsets)
             need = np.minimum(need, s_act + slice_elems(op.weight_reads, chans, 0, 1))
             act = np.minimum(act, s_act)
@@ -1230,12 +1225,20 @@ def _op_floors(graph: ComputeGraph, acc: int) -> tuple[np.ndarray, np.ndarray]:
     (an op of `_in_sliceable`): its output as partial sums (`acc` elements each), one channel
     of its input region, its input's row in flight and one input channel's slice of weights.
     """
-    act = _op_activations(graph)
-    most = _most_rows_any(graph)
-    tiles = np.arange(1, act.shape[1] + 1, dtype=np.int64)
-    return _with_slices(graph, acc, most, act,
-                        lambda op, x: _read_by(graph, op.id, x, most[op.id], tiles))
+    whole, w_need, s_act, s_need = _op_forms(graph, acc)
+    return np.minimum(whole, s_act), np.minimum(w_need, s_need)
 
+
+@lru_cache(maxsize=8)
+def _op_forms(graph: ComputeGraph, acc: int
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """`_op_floors`' two forms apart: (act and need with the whole input, act and need
+    input-sliced; `_NO_SLICES` for an op that cannot be), for `_boundary_floors` to raise."""
+    whole = _op_activations(graph)
+    most = _most_rows_any(graph)
+    tiles = np.arange(1, whole.shape[1] + 1, dtype=np.int64)
+    return (whole, *_slice_forms(graph, acc, most, whole,
+                                 lambda op, x: _read_by(graph, op.id, x, most[op.id], tiles)))
 
 
 def _with_slices(graph: ComputeGraph, acc: int, rows: np.ndarray, act: np.ndarray,
@@ -1269,12 +1272,19 @@ def _slice_forms(graph: ComputeGraph, acc: int, rows: np.ndarray, act: np.ndarra
         need[op.id] += slice_elems(op.weight_reads, channels(op.output_shape), 0, 1)
         chans = _in_sliceable(op)
         if chans:
-            x = op.inputs[0]
-            s_act[op.id] = (acc * rows[op.id] * deps.row_elems_of[op.id]
-                            + read(op, x) * (deps.row_elems_of[x] // chans)
-                            + (deps.row_elems_of[x] if deps.height_of[x] > 1 else 0))
+            s_act[op.id] = _sliced_act(deps, acc, op, chans, rows[op.id], read(op, op.inputs[0]))
             s_need[op.id] = s_act[op.id] + slice_elems(op.weight_reads, chans, 0, 1)
     return need, s_act, s_need
+
+
+def _sliced_act(deps: RowDeps, acc: int, op: Op, chans: int, rows: np.ndarray | int,
+                read: np.ndarray | int) -> np.ndarray | int:
+    """Lemma 3's input-sliced activations of `op` holding `rows` rows of its tensor: its
+    output as partial sums (`acc` elements each), one of its `chans` input channels of the
+    `read` rows of its input, and that input's row in flight."""
+    x = op.inputs[0]
+    return (acc * rows * deps.row_elems_of[op.id] + read * (deps.row_elems_of[x] // chans)
+            + _allowance(deps, x))
 
 
 def whole_tensor_rule(graph: ComputeGraph, hw: HardwareConfig) -> dict[int, int]:
