@@ -9,11 +9,13 @@ figures, asserts nothing else.
 
     python benchmarks/exact_solver.py [--models a,b] [--schemes lbdf,brr] [--buffers 64KiB,...]
         [--stages none,fuse,fuse+fission] [--search auto|eager|lazy]
-        [--no-caps | --time-limit 60] [--json out.json]
+        [--no-caps | --caps-scale 4 | --time-limit 60] [--json out.json]
         [--heuristics ls,nsga2 --budget 2000 --seeds 0,1,2]
 
 By default the solver runs under its work caps (`search.exact.solver.DEFAULT_CAPS`);
-``--no-caps`` lifts them (the counts it prints are what the defaults must leave room for);
+``--no-caps`` lifts them (the counts it prints are what the defaults must leave room for),
+``--caps-scale N`` multiplies each by N (how far a capped answer's bound moves with N times the
+work, and what that work costs in time and memory);
 ``--stages`` solves the graph as imported (``none``), after the default ``fuse`` stage, or after
 other stages joined by ``+`` (``fuse+fission``: the operator fission of
 `search.substitution.stages`). ``--models`` takes zoo names and ``cnn`` (the 13 CNNs),
@@ -41,6 +43,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import resource
 import time
 
 import numpy as np
@@ -165,6 +168,9 @@ def main() -> None:
                    help="graph stages, comma-separated: none, fuse, fuse+fission, ...")
     p.add_argument("--search", default="auto", choices=("auto", "eager", "lazy"))
     p.add_argument("--no-caps", action="store_true", help="lift the solver's work caps")
+    p.add_argument("--caps-scale", type=int, default=1, metavar="N",
+                   help="multiply each default work cap by N (how a capped bound grows with "
+                        "work)")
     p.add_argument("--time-limit", type=float, default=None,
                    help="opt-in wall-clock cap per instance (s); capped answers say "
                         "optimal=False and reproducible=False")
@@ -181,7 +187,10 @@ def main() -> None:
     heuristics = [h for h in args.heuristics.split(",") if h]
     seeds = [int(x) for x in args.seeds.split(",")]
     rows = []
-    caps = ExactCaps() if args.no_caps else DEFAULT_CAPS
+    if args.caps_scale < 1:
+        p.error(f"--caps-scale must be a positive integer, got {args.caps_scale}")
+    caps = ExactCaps() if args.no_caps else ExactCaps(**{
+        name: value * args.caps_scale for name, value in DEFAULT_CAPS.to_dict().items()})
     print(f"{'model':<28}{'scheme':<6}{'buffer':>8}{'stage':>13}{'time s':>8}{'cpu s':>8}"
           f"{'enum s':>7}{'search':>10}{'sets':>9}{'listed':>9}{'states':>8}{'costed':>7}"
           f"{'optimum B':>13}{'DP gap':>9}{'at most':>9}  optimal")
@@ -226,6 +235,8 @@ def main() -> None:
     if capped:
         print(f"{len(capped)} capped answers with a proven lower bound: at most "
               f"{np.mean(capped):.2%} above the optimum on average, {max(capped):.2%} at worst")
+    # the process's peak resident memory (kilobytes on Linux): what the caps' work held
+    print(f"peak memory {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20:.2f} GiB")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(rows, f, indent=1)
