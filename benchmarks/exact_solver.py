@@ -167,8 +167,9 @@ def main() -> None:
     p.add_argument("--stages", default="none",
                    help="graph stages, comma-separated: none, fuse, fuse+fission, ...")
     p.add_argument("--search", default="auto", choices=("auto", "eager", "lazy"))
-    p.add_argument("--no-caps", action="store_true", help="lift the solver's work caps")
-    p.add_argument("--caps-scale", type=int, default=1, metavar="N",
+    work = p.add_mutually_exclusive_group()
+    work.add_argument("--no-caps", action="store_true", help="lift the solver's work caps")
+    work.add_argument("--caps-scale", type=int, default=1, metavar="N",
                    help="multiply each default work cap by N (how a capped bound grows with "
                         "work)")
     p.add_argument("--time-limit", type=float, default=None,
